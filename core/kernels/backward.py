@@ -1,0 +1,82 @@
+"""Backpropagation through time (eq. 22) and the backpropagated moduli (eqs. 23-24)."""
+
+from __future__ import annotations
+
+from ..jit import kernel
+from .activation import slope
+
+RBPM = 0  # recurrent backpropagated metric, eq. (24)
+RUOP = 1  # recurrent unitwise outer product metric, eq. (23)
+NO_MODULUS = 2  # non-invariant methods need B only
+
+
+@kernel
+def backward(x, chi, w, tau, a, pi, inputs, leak, gated, activation, modulus, B, m, scratch):
+    """Fill ``B[t, i] = d log Pr / d V_i^t`` and the modulus ``m[t, i]`` for t = T-1 .. 0.
+
+    ``B[T]`` and ``m[T]`` are read as boundary values (zero for a whole
+    sequence, eq. 22 "initialized with B^T = 0"; a truncated window passes its
+    own).  ``scratch`` is a work array of shape (3, N+1).
+
+    B (eq. 22, generalised to the three models through
+    dV_j^{t+1}/dV_i^t = leak 1_{i=j} + tau_{ij x_t} s'(V_i^t)):
+
+        B_i^t = leak B_i^{t+1} + s'(V_i^t) (chi_t (w_{i x_t} - sum_y pi_t(y) w_iy)
+                                           + sum_j tau_{i j x_t} B_j^{t+1})
+
+    RBPM modulus (eq. 24; eq. 63 in general):
+
+        m_i^t = s'(V_i^t)^2 chi_t Var_{pi_t}(w_i.) + sum_j (dV_j^{t+1}/dV_i^t)^2 m_j^{t+1}
+
+    RUOP modulus (eq. 23): m_i^t = (B_i^t)^2.
+    """
+    T = x.shape[0]
+    N1, D = inputs.shape
+    A = w.shape[1]
+    back = scratch[0]
+    mback = scratch[1]
+    sprime = scratch[2]
+    for t in range(T - 1, -1, -1):
+        xt = x[t]
+        sym = xt if gated else 0
+        for i in range(N1):
+            back[i] = 0.0
+            mback[i] = 0.0
+            sprime[i] = slope(a[t, i], activation)
+        # scatter along the edges i -> j: transmitted terms of eqs. (22) and (24)
+        for j in range(1, N1):
+            bj = B[t + 1, j]
+            mj = m[t + 1, j]
+            for k in range(1, D):
+                i = inputs[j, k]
+                coef = tau[sym, j, k]
+                back[i] += coef * bj
+                if modulus == 0:
+                    jac = coef * sprime[i]
+                    if i == j:
+                        jac += leak
+                    mback[i] += jac * jac * mj
+        for i in range(1, N1):
+            source = 0.0
+            variance = 0.0
+            if chi[t] != 0.0:
+                mean = 0.0
+                mean2 = 0.0
+                for y in range(A):
+                    p = pi[t, y]
+                    wy = w[i, y]
+                    mean += p * wy
+                    mean2 += p * wy * wy
+                source = chi[t] * (w[i, xt] - mean)
+                variance = chi[t] * (mean2 - mean * mean)
+            s1 = sprime[i]
+            b = leak * B[t + 1, i] + s1 * (source + back[i])
+            B[t, i] = b
+            if modulus == 0:
+                m[t, i] = s1 * s1 * variance + mback[i]
+            elif modulus == 1:
+                m[t, i] = b * b
+            else:
+                m[t, i] = 0.0
+        B[t, 0] = 0.0
+        m[t, 0] = 0.0

@@ -1,0 +1,87 @@
+"""Forward pass: evolution (eqs. 8, 10, 13) and softmax output (eq. 6)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..jit import kernel
+from .activation import activate
+
+
+@kernel
+def softmax_into(a_t, w, out):
+    """out[y] = pi(y) = softmax_y(sum_i a_i w_iy), eq. (6). Returns nothing."""
+    A = w.shape[1]
+    for y in range(A):
+        out[y] = 0.0
+    for i in range(w.shape[0]):
+        ai = a_t[i]
+        if ai != 0.0:
+            for y in range(A):
+                out[y] += ai * w[i, y]
+    top = out[0]
+    for y in range(1, A):
+        if out[y] > top:
+            top = out[y]
+    total = 0.0
+    for y in range(A):
+        out[y] = math.exp(out[y] - top)
+        total += out[y]
+    for y in range(A):
+        out[y] /= total
+
+
+@kernel
+def evolve_into(v_t, a_t, x_t, tau, rho, inputs, leak, gated, activation, v_next, a_next):
+    """One transition: V^{t+1} from V^t, a^t and the symbol x_t (eqs. 8, 10, 13)."""
+    N1, D = inputs.shape
+    sym = x_t if gated else 0
+    a_next[0] = 1.0
+    v_next[0] = 0.0
+    for j in range(1, N1):
+        acc = leak * v_t[j]
+        if not gated:
+            acc += rho[x_t, j]
+        for k in range(D):
+            acc += tau[sym, j, k] * a_t[inputs[j, k]]
+        v_next[j] = acc
+        a_next[j] = activate(acc, activation)
+
+
+@kernel
+def forward(x, chi, w, tau, rho, v0, inputs, leak, gated, activation, V, a, pi):
+    """Run the network over ``x`` from ``V^0 = v0``.
+
+    Fills ``V`` and ``a`` (T+1, N+1; row t is time t, column 0 is unit 0 with
+    a_0 = 1) and ``pi`` (T, A), and returns ``sum_t chi_t log pi_t(x_t)`` in
+    nats, the objective of eq. (16).
+    """
+    T = x.shape[0]
+    V[0, :] = v0
+    V[0, 0] = 0.0
+    a[0, 0] = 1.0
+    for j in range(1, V.shape[1]):
+        a[0, j] = activate(V[0, j], activation)
+    loglik = 0.0
+    for t in range(T):
+        softmax_into(a[t], w, pi[t])
+        if chi[t] != 0.0:
+            loglik += chi[t] * math.log(pi[t, x[t]])
+        evolve_into(V[t], a[t], x[t], tau, rho, inputs, leak, gated, activation, V[t + 1], a[t + 1])
+    return loglik
+
+
+@kernel
+def regularized_log2_probs(x, pi, out):
+    """log2 of ((1 - 1/(t+2)) pi_t + 1/(t+2) uniform)(x_t): seed 000 §4, "Regularization"."""
+    A = pi.shape[1]
+    for t in range(x.shape[0]):
+        lam = 1.0 / (t + 2.0)
+        out[t] = math.log2((1.0 - lam) * pi[t, x[t]] + lam / A)
+
+
+def allocate(T: int, units: int, alphabet_size: int):
+    """Buffers (V, a, pi) for a forward pass over T symbols."""
+    return np.empty((T + 1, units + 1)), np.empty((T + 1, units + 1)), np.empty((T, alphabet_size))

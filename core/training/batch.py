@@ -1,0 +1,291 @@
+"""Batch training of the GLNN family on one sequence: seed 000, Section 2.
+
+The trainer alternates a step on the writing weights w and a step on the
+transition weights (tau, rho) together with the initial potentials V^0,
+starting with w.  Each step computes a direction at the current parameters,
+then tries ``theta + eta * direction``: if the training log-likelihood
+(eq. 16) went down, the trial is cancelled, eta is halved and the step tried
+again; otherwise it is kept and eta grows by 1.1.  The two learning rates are
+controlled separately and start at eta_0 = 1/N (seed 000 §2, "Learning rate
+control").
+
+The step can never lower the training log-likelihood: a trial that does not
+improve is never kept, and one whose log-likelihood is not finite is treated
+as a degradation.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..kernels.backward import backward
+from ..kernels.forward import allocate, forward
+from ..kernels.transition import accumulate_transition, solve_blocks, solve_quasi_diagonal
+from ..kernels.writing import accumulate_writing, diagonal_step, quasi_diagonal_step
+from ..model import ModelSpec, Params
+from .methods import Method, get_method
+
+LN2 = float(np.log(2.0))
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Settings of the batch trainer; the defaults are seed 000's."""
+
+    method: str = "rbpm"
+    metric_damping: float = 1.0  # epsilon added to the metric blocks' diagonal (text after eq. 26)
+    writing_damping: float | None = None  # None: eps_y = frequency of y + machine epsilon (text after eq. 19)
+    initial_rate: float | None = None  # None: eta_0 = 1/N
+    rate_growth: float = 1.1
+    rate_shrink: float = 0.5
+    max_retries: int = 60  # halvings before a step is given up (eta shrinks by 2^-60)
+    rms_decay: float = 0.9  # running mean of squared gradients for the "rms" method
+
+
+@dataclass
+class StepRecord:
+    step: int
+    part: str  # "w" or "tau"
+    log2_likelihood: float
+    rate: float
+    retries: int
+    accepted: bool
+    seconds: float
+
+
+@dataclass
+class _Buffers:
+    V: np.ndarray
+    a: np.ndarray
+    pi: np.ndarray
+
+
+class BatchTrainer:
+    """Trains ``params`` in place of a copy on ``symbols`` (with mask ``predict_mask``)."""
+
+    def __init__(self, spec: ModelSpec, params: Params, symbols, predict_mask=None, config: TrainConfig = TrainConfig()):
+        self.spec = spec
+        self.config = config
+        self.method: Method = get_method(config.method, spec.model)
+        self.params = params.copy()
+        self.symbols = np.ascontiguousarray(symbols, dtype=np.int64)
+        T = len(self.symbols)
+        if T == 0:
+            raise ValueError("cannot train on an empty sequence")
+        if self.symbols.min() < 0 or self.symbols.max() >= spec.alphabet_size:
+            raise ValueError(f"symbols must be in [0, {spec.alphabet_size}), got range [{self.symbols.min()}, {self.symbols.max()}]")
+        chi = np.ones(T) if predict_mask is None else np.ascontiguousarray(predict_mask, dtype=np.float64)
+        if chi.shape != (T,):
+            raise ValueError(f"predict_mask must have shape ({T},), got {chi.shape}")
+        self.chi = chi
+        N, A, D = spec.units, spec.alphabet_size, spec.slots
+        S = A if spec.gated else 1
+        counts = np.bincount(self.symbols, minlength=A).astype(np.float64)
+        self.symbol_counts = counts
+        predicted = np.bincount(self.symbols, weights=chi, minlength=A)
+        if config.writing_damping is None:
+            self.writing_damping = predicted / max(chi.sum(), 1.0) + np.finfo(float).eps
+        else:
+            self.writing_damping = np.full(A, float(config.writing_damping))
+        rate = 1.0 / N if config.initial_rate is None else float(config.initial_rate)
+        self.rate_w = rate
+        self.rate_tau = rate
+        self._current = _Buffers(*allocate(T, N, A))
+        self._trial = _Buffers(*allocate(T, N, A))
+        self.loglik = self._forward(self.params, self._current)  # nats
+        if not np.isfinite(self.loglik):
+            raise ValueError("the initial parameters give a non-finite log-likelihood")
+        # work arrays
+        self._W = np.zeros((N + 1, A))
+        self._h0 = np.zeros((N + 1, A))
+        self._hd = np.zeros((N + 1, A))
+        self._dw = np.zeros((N + 1, A))
+        self._B = np.zeros((T + 1, N + 1))
+        self._m = np.zeros((T + 1, N + 1))
+        self._scratch = np.zeros((3, N + 1))
+        self._G = np.zeros((S, N + 1, D))
+        self._G_rho = np.zeros((A, N + 1))
+        self._M = np.zeros((S, N + 1, D, D))
+        self._M_rho = np.zeros((A, N + 1))
+        self._dtau = np.zeros((S, N + 1, D))
+        self._drho = np.zeros((A, N + 1))
+        self._dv0 = np.zeros(N + 1)
+        self._chol = np.zeros((D, D))
+        self._rms = None
+        self.steps = 0
+        self.failed_blocks = 0
+        self.history: list[StepRecord] = []
+        self.train_seconds = 0.0
+
+    # -- evaluation --------------------------------------------------------
+    def _forward(self, params: Params, buf: _Buffers) -> float:
+        s = self.spec
+        return forward(
+            self.symbols, self.chi, params.writing_weights, params.transition_weights, params.input_weights,
+            params.initial_potential, params.inputs, s.leak, s.gated, s.activation_code, buf.V, buf.a, buf.pi,
+        )
+
+    @property
+    def log2_likelihood(self) -> float:
+        """Training log-likelihood of eq. (16), in bits."""
+        return self.loglik / LN2
+
+    # -- directions --------------------------------------------------------
+    def _writing_direction(self) -> dict[str, np.ndarray]:
+        for arr in (self._W, self._h0, self._hd):
+            arr.fill(0.0)
+        cur = self._current
+        accumulate_writing(self.symbols, self.chi, cur.a, cur.pi, self._W, self._h0, self._hd)
+        if self.method.writing == "qdh":
+            quasi_diagonal_step(self._W, self._h0, self._hd, self.writing_damping, self._dw)
+        else:
+            diagonal_step(self._W, self._hd, self.writing_damping, self._dw)
+        return {"writing_weights": self._dw}
+
+    def _transition_direction(self) -> dict[str, np.ndarray]:
+        s, p, cur, meth = self.spec, self.params, self._current, self.method
+        self._B[-1].fill(0.0)
+        self._m[-1].fill(0.0)
+        backward(
+            self.symbols, self.chi, p.writing_weights, p.transition_weights, cur.a, cur.pi, p.inputs,
+            s.leak, s.gated, s.activation_code, meth.modulus, self._B, self._m, self._scratch,
+        )
+        for arr in (self._G, self._G_rho, self._M, self._M_rho):
+            arr.fill(0.0)
+        accumulate_transition(
+            self.symbols, cur.a, self._B, self._m, p.inputs, s.gated, meth.quasi_diagonal,
+            self._G, self._G_rho, self._M, self._M_rho,
+        )
+        eps = self.config.metric_damping
+        B0 = self._B[0]
+        if meth.transition == "metric":
+            if meth.quasi_diagonal:
+                solve_quasi_diagonal(self._G, self._M, self._G_rho, self._M_rho, eps, self._dtau, self._drho)
+            else:
+                self.failed_blocks += solve_blocks(self._G, self._M, eps, self._dtau, self._chol)
+            self._dv0[:] = B0 / (self._m[0] + eps)  # eq. (29)
+        elif meth.transition == "fb":
+            # frequency-adjusted backpropagation: a symbol's parameters are divided by the number
+            # of terms in their gradient; the RNN's shared weights by the sequence length
+            counts = np.maximum(self.symbol_counts, 1.0)
+            if s.gated:
+                self._dtau[:] = self._G / counts[:, None, None]
+            else:
+                self._dtau[:] = self._G / len(self.symbols)
+                self._drho[:] = self._G_rho / counts[:, None]
+            self._dv0[:] = B0
+        else:  # rms
+            grads = (self._G, self._G_rho, B0)
+            if self._rms is None:
+                self._rms = [g * g for g in grads]
+            else:
+                d = self.config.rms_decay
+                for r, g in zip(self._rms, grads):
+                    r *= d
+                    r += (1.0 - d) * g * g
+            for out, g, r in zip((self._dtau, self._drho, self._dv0), grads, self._rms):
+                np.divide(g, np.sqrt(r) + 1e-12, out=out)
+        self._dv0[0] = 0.0
+        directions = {"transition_weights": self._dtau, "initial_potential": self._dv0}
+        if not s.gated:
+            directions["input_weights"] = self._drho
+        return directions
+
+    # -- the accept / reject rule -------------------------------------------
+    def _try(self, directions: dict[str, np.ndarray], rate: float) -> tuple[float, int, bool]:
+        cfg = self.config
+        for retry in range(cfg.max_retries + 1):
+            trial = self.params.copy()
+            for name, direction in directions.items():
+                arr = getattr(trial, name)
+                arr += rate * direction
+            loglik = self._forward(trial, self._trial) if all(np.all(np.isfinite(d)) for d in directions.values()) else -np.inf
+            if np.isfinite(loglik) and loglik >= self.loglik:
+                self.params = trial
+                self.loglik = loglik
+                self._current, self._trial = self._trial, self._current
+                return rate * cfg.rate_growth, retry, True
+            rate *= cfg.rate_shrink
+        return rate, cfg.max_retries, False
+
+    def step_writing(self) -> StepRecord:
+        return self._step("w")
+
+    def step_transition(self) -> StepRecord:
+        return self._step("tau")
+
+    def _step(self, part: str) -> StepRecord:
+        t0 = time.process_time()
+        if part == "w":
+            self.rate_w, retries, ok = self._try(self._writing_direction(), self.rate_w)
+            rate = self.rate_w
+        else:
+            self.rate_tau, retries, ok = self._try(self._transition_direction(), self.rate_tau)
+            rate = self.rate_tau
+        elapsed = time.process_time() - t0
+        self.train_seconds += elapsed
+        self.steps += 1
+        rec = StepRecord(self.steps, part, self.log2_likelihood, rate, retries, ok, self.train_seconds)
+        self.history.append(rec)
+        return rec
+
+    def run(self, steps: int | None = None, seconds: float | None = None, callback=None):
+        """Alternate w and tau steps (w first) until ``steps`` steps or ``seconds`` of CPU time.
+
+        ``callback(trainer, record)`` is called after every step; returning
+        True stops the run.  CPU time (``time.process_time``) is used so that
+        a budget means the same on a busy machine.
+        """
+        if steps is None and seconds is None:
+            raise ValueError("give a step budget, a time budget, or both")
+        done = 0
+        while True:
+            if steps is not None and done >= steps:
+                break
+            if seconds is not None and self.train_seconds >= seconds:
+                break
+            rec = self._step("w" if self.steps % 2 == 0 else "tau")
+            done += 1
+            if callback is not None and callback(self, rec):
+                break
+        return self.history
+
+
+@dataclass
+class Evaluation:
+    """A sequence scored by a trained network (seed 000 §4: regularised validation log-likelihood)."""
+
+    log2_likelihood: float  # sum over predicted positions
+    true_log2_likelihood: float | None = None
+    error_rate: float | None = None  # distant XOR: fraction of predicted positions with p(correct) <= 1/2
+    log2_probs: np.ndarray = field(default=None, repr=False)
+
+    @property
+    def regret(self) -> float | None:
+        """Cumulative regret in bits: truth minus model (Table 1)."""
+        if self.true_log2_likelihood is None:
+            return None
+        return self.true_log2_likelihood - self.log2_likelihood
+
+
+def evaluate(spec: ModelSpec, params: Params, symbols, predict_mask=None, true_log2_likelihood=None, regularize=True) -> Evaluation:
+    """Score a sequence with fixed parameters, from V^0, with seed 000's regularisation."""
+    from ..kernels.forward import regularized_log2_probs
+
+    x = np.ascontiguousarray(symbols, dtype=np.int64)
+    chi = np.ones(len(x)) if predict_mask is None else np.ascontiguousarray(predict_mask, dtype=np.float64)
+    V, a, pi = allocate(len(x), spec.units, spec.alphabet_size)
+    forward(x, chi, params.writing_weights, params.transition_weights, params.input_weights, params.initial_potential,
+            params.inputs, spec.leak, spec.gated, spec.activation_code, V, a, pi)
+    if regularize:
+        lp = np.empty(len(x))
+        regularized_log2_probs(x, pi, lp)
+    else:
+        lp = np.log2(pi[np.arange(len(x)), x])
+    predicted = chi != 0.0
+    total = float(np.sum(chi[predicted] * lp[predicted]))
+    error = float(np.mean(lp[predicted] <= -1.0)) if predicted.any() else None
+    return Evaluation(total, true_log2_likelihood, error, lp)

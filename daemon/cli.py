@@ -1,0 +1,36 @@
+"""The ``seqd`` program: one entry point, one subcommand per job."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import train_command
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="seqd",
+        description="Learn symbol streams online with gated leaky neural networks trained by a Riemannian metric gradient.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    train_command.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except KeyboardInterrupt:
+        print("seqd: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, OSError) as exc:
+        print(f"seqd {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
