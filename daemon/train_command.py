@@ -68,8 +68,9 @@ def _report(outcome) -> None:
         f"{e.task}: {e.model.upper()} {e.method} N={e.units} d={e.degree} {e.activation}, "
         f"{outcome.train_symbols} training / {outcome.validation_symbols} validation symbols"
     )
-    print(f"  final validation regret {outcome.validation_regret:.1f} bits (best along the run "
-          f"{outcome.best_validation_regret:.1f} at {outcome.best_at_seconds:.0f} s)")
+    print(f"  validation regret: {outcome.validation_regret:.1f} bits at the end; "
+          f"{outcome.stopped_validation_regret:.1f} at the checkpoint an independent stopping sequence picks "
+          f"({outcome.stopped_at_seconds:.0f} s); best checkpoint {outcome.best_validation_regret:.1f}")
     print(f"  learning rates: eta_w {outcome.rate_w:.3g}, eta_tau {outcome.rate_tau:.3g}; {outcome.steps} steps "
           f"in {outcome.train_seconds:.1f} CPU s")
 

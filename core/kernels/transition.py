@@ -116,7 +116,7 @@ def solve_quasi_diagonal(G, M, G_rho, M_rho, damping, out, out_rho):
         step_0 = G_0 / M_00 - sum_{k != 0} (M_0k / M_00) step_k
 
     The RNN's input weights rho_{jy} are further "incoming units" of unit j in
-    the shared block s = 0 (``G_rho``/``M_rho`` are zero for gated models).
+    the shared block s = 0; gated models pass ``G_rho``/``M_rho`` with no rows.
     """
     S, N1, D, _ = M.shape
     A = G_rho.shape[0]

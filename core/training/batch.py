@@ -107,11 +107,12 @@ class BatchTrainer:
         self._m = np.zeros((T + 1, N + 1))
         self._scratch = np.zeros((3, N + 1))
         self._G = np.zeros((S, N + 1, D))
-        self._G_rho = np.zeros((A, N + 1))
+        R = 0 if spec.gated else A  # input weights rho exist only in the RNN
+        self._G_rho = np.zeros((R, N + 1))
         self._M = np.zeros((S, N + 1, D, D))
-        self._M_rho = np.zeros((A, N + 1))
+        self._M_rho = np.zeros((R, N + 1))
         self._dtau = np.zeros((S, N + 1, D))
-        self._drho = np.zeros((A, N + 1))
+        self._drho = np.zeros((R, N + 1))
         self._dv0 = np.zeros(N + 1)
         self._chol = np.zeros((D, D))
         self._rms = None

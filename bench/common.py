@@ -1,0 +1,71 @@
+"""Shared helpers for the benchmarks: machine description, running `seqd` subprocesses, docs sections."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS_MD = ROOT / "docs" / "benchmarks.md"
+
+
+def machine() -> str:
+    """One line naming the machine, Python and Numba, for the record."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import numba
+    import numpy
+
+    return (
+        f"{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}, NumPy {numpy.__version__}, "
+        f"Numba {numba.__version__}; {datetime.now(timezone.utc):%Y-%m-%d}"
+    )
+
+
+def seqd_json(args: list[str]) -> dict:
+    """Run ``seqd <args> --json`` in a fresh process (one core) and parse its output."""
+    cmd = [sys.executable, "-m", "seqd.daemon", *args, "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr}")
+    return json.loads(proc.stdout)
+
+
+def run_all(jobs: list[list[str]], workers: int, on_done=None) -> list[dict]:
+    """Run the ``seqd`` argument lists ``jobs``, ``workers`` at a time; results in job order."""
+    results: list[dict | None] = [None] * len(jobs)
+
+    def one(k):
+        results[k] = seqd_json(jobs[k])
+        if on_done is not None:
+            on_done(k, results[k])
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for f in [pool.submit(one, k) for k in range(len(jobs))]:
+            f.result()
+    return results  # type: ignore[return-value]
+
+
+def write_section(name: str, body: str, path: Path = BENCHMARKS_MD) -> None:
+    """Replace (or append) the section between ``<!-- BEGIN name -->`` and ``<!-- END name -->``."""
+    begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
+    block = f"{begin}\n{body.rstrip()}\n{end}"
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
+    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)

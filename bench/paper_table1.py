@@ -1,0 +1,139 @@
+"""Seed 000's Table 1 on this machine: cumulative validation regret (bits) per task and method.
+
+Each run draws its own training and validation sequences from the task's
+exact law (paper sizes: 1000 alphabet lines, 2700 music bars, 10 aⁿbⁿ blocks),
+trains for the paper's CPU budget on one core (30 min alphabet, 10 min music
+and aⁿbⁿ), and scores the validation sequence with §4's regularisation.
+Runs go two at a time (one core each); results are written to
+``docs/benchmarks.md`` with this command line.
+
+    python bench/paper_table1.py                       # the full table (about 1 h on 2 cores)
+    python bench/paper_table1.py --budget-scale 0.05   # a quick look
+    python bench/paper_table1.py --xor                 # distant XOR, T = 20, 8 seeds
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT, machine, run_all, write_section  # noqa: E402
+
+PAPER_BUDGET = {"alphabet": 1800.0, "music": 600.0, "anbn": 600.0}
+PAPER = {  # seed 000, Table 1 (bits)
+    ("glnn", "rbpm"): {"alphabet": 644.2, "music": 1055.9, "anbn": 30.0},
+    ("glnn", "ruop"): {"alphabet": 1011.9, "music": 1055.9, "anbn": 29.7},
+    ("rnn", "dhfb"): {"alphabet": 7616.8, "music": 2898.9, "anbn": 122.4},
+    ("rnn", "rms"): {"alphabet": 6721.5, "music": 2295.0, "anbn": 129.9},
+    ("rnn", "qdrbpm"): {"alphabet": 3623.9, "music": 1224.3, "anbn": 106.0},
+    ("glnn", "dhfb"): {"alphabet": 5883.9, "music": 3616.4, "anbn": 74.4},
+}
+# (model, method, units, degree) per task; sizes from the paper's sweep 4 * sqrt(2)^k
+DEFAULT_RUNS = {
+    "alphabet": [("glnn", "rbpm", 23, 3), ("rnn", "dhfb", 45, 3)],
+    "music": [("glnn", "rbpm", 23, 3), ("rnn", "dhfb", 45, 3)],
+    "anbn": [("glnn", "rbpm", 4, 3), ("rnn", "dhfb", 8, 3)],
+}
+
+
+def parse_run(text: str) -> tuple[str, str, str, int, int]:
+    """TASK:MODEL:METHOD:UNITS:DEGREE"""
+    task, model, method, units, degree = text.split(":")
+    return task, model, method, int(units), int(degree)
+
+
+def table1(args) -> str:
+    runs = [parse_run(r) for r in args.run] if args.run else [
+        (task, *cfg) for task in args.tasks for cfg in DEFAULT_RUNS[task]
+    ]
+    jobs, labels = [], []
+    for task, model, method, units, degree in runs:
+        seconds = PAPER_BUDGET[task] * args.budget_scale
+        for seed in range(args.seeds):
+            jobs.append(["train", "--task", task, "--model", model, "--method", method, "--units", str(units),
+                         "--degree", str(degree), "--seconds", str(seconds), "--seed", str(seed), "--evaluations", "30"])
+            labels.append((task, model, method, units, degree, seed, seconds))
+    t0 = time.time()
+
+    def done(k, res):
+        task, model, method, units, degree, seed, _ = labels[k]
+        print(f"[{time.time() - t0:7.0f} s] {task:8s} {model}/{method} N={units} d={degree} seed {seed}: "
+              f"final regret {res['validation_regret']:.1f}, best {res['best_validation_regret']:.1f} "
+              f"({res['steps']} steps)", flush=True)
+
+    results = run_all(jobs, args.jobs, done)
+    if args.save:
+        Path(args.save).write_text(json.dumps(results))
+    lines = [
+        "| task | model / method | N | d | CPU budget | steps | final regret (bits) | best along the run (bits) | paper (bits) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for (task, model, method, units, degree, seed, seconds), res in zip(labels, results):
+        paper = PAPER.get((model, method), {}).get(task)
+        lines.append(
+            f"| {task} | {model.upper()} {method} | {units} | {degree} | {seconds:.0f} s | {res['steps']} | "
+            f"{res['validation_regret']:.1f} | {res['best_validation_regret']:.1f} | "
+            f"{'' if paper is None else f'{paper:.1f}'} |"
+        )
+    return "\n".join(lines)
+
+
+def xor(args) -> str:
+    jobs = [["train", "--task", "xor", "--length", str(args.xor_length), "--size", str(args.xor_lines),
+             "--model", "glnn", "--method", args.xor_method, "--units", "10", "--degree", "10",
+             "--steps", str(args.xor_steps), "--seed", str(seed), "--evaluations", "20"] for seed in range(8)]
+    t0 = time.time()
+
+    def done(k, res):
+        print(f"[{time.time() - t0:7.0f} s] xor seed {k}: final error {100 * res['validation_error_rate']:.2f}% "
+              f"best {100 * res['best_validation_error_rate']:.2f}% ({res['steps']} steps, {res['train_seconds']:.0f} s)",
+              flush=True)
+
+    results = run_all(jobs, args.jobs, done)
+    if args.save:
+        Path(args.save).write_text(json.dumps(results))
+    lines = ["| seed | steps | CPU s | final error | final regret (bits) | best error along the run | first step below 1% |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
+    solved = 0
+    for seed, res in enumerate(results):
+        below = [p for p in res["validation_curve"] if p["error_rate"] < 0.01]
+        solved += res["validation_error_rate"] < 0.01
+        lines.append(f"| {seed} | {res['steps']} | {res['train_seconds']:.0f} | {100 * res['validation_error_rate']:.2f}% | "
+                     f"{res['validation_regret']:.1f} | {100 * res['best_validation_error_rate']:.2f}% | "
+                     f"{below[0]['step'] if below else '—'} |")
+    lines.append(f"\n**{solved} of 8 seeds end below 1% validation error.**")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tasks", nargs="+", default=list(DEFAULT_RUNS), choices=list(DEFAULT_RUNS))
+    p.add_argument("--run", action="append", help="TASK:MODEL:METHOD:UNITS:DEGREE (repeatable; replaces the defaults)")
+    p.add_argument("--budget-scale", type=float, default=1.0, help="fraction of the paper's CPU budget (default 1)")
+    p.add_argument("--seeds", type=int, default=1)
+    p.add_argument("--jobs", type=int, default=2, help="runs in parallel, one core each (default 2)")
+    p.add_argument("--xor", action="store_true", help="run distant XOR over 8 seeds instead")
+    p.add_argument("--xor-length", type=int, default=20)
+    p.add_argument("--xor-lines", type=int, default=10000)
+    p.add_argument("--xor-steps", type=int, default=600)
+    p.add_argument("--xor-method", default="rbpm")
+    p.add_argument("--save", help="also write the raw JSON results here")
+    p.add_argument("--no-write", action="store_true", help="print the table without touching docs/benchmarks.md")
+    args = p.parse_args()
+    command = "python bench/paper_table1.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    body = xor(args) if args.xor else table1(args)
+    section = "paper_xor" if args.xor else ("paper_table1" if args.budget_scale == 1.0 else "paper_table1_quick")
+    text = f"Command: `{command.strip()}`  \nMachine: {machine()}\n\n{body}\n"
+    print(text)
+    if not args.no_write:
+        write_section(section, text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,501 @@
+"""Slow, obviously-correct NumPy references for the kernels of ``seqd.core.kernels``.
+
+Everything here is written straight from seed 000 (Y. Ollivier 2015, "Riemannian
+metrics for neural networks II: recurrent networks and learning symbolic data
+sequences"), in the most direct form available -- dense matrices, explicit loops
+over time, one formula per equation -- and deliberately *not* by transcribing
+the Numba kernels.  Nothing here imports numba or ``seqd.core.kernels``.
+
+Conventions (shared with :mod:`seqd.core.model`):
+
+* units are 0..N, unit 0 is the always-activated unit, ``a_0^t = 1``;
+* ``inputs[j, k]`` is the unit feeding slot k of unit j (slot 0 is unit 0);
+* ``tau[sym, j, k]`` is the weight of the edge ``inputs[j, k] -> j`` read when
+  the current symbol is ``sym`` (``sym = x_t`` for gated models, 0 for the RNN);
+* ``rho[y, j]`` is the RNN input weight ``rho_{jy}`` of eq. (8);
+* a model is described by ``leak`` (1 for the GLNN, 0 otherwise) and ``gated``.
+
+The three evolution equations are
+
+* RNN  (eq. 8):  ``V_j^{t+1} = rho_{j x_t} + sum_i tau_{ij} a_i^t``
+* GNN  (eq. 10): ``V_j^{t+1} = sum_i tau_{i j x_t} a_i^t``
+* GLNN (eq. 13): ``V_j^{t+1} = V_j^t + sum_i tau_{i j x_t} a_i^t``
+
+and the output is the softmax of eq. (6)/(14).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+RBPM, RUOP, NO_MODULUS = 0, 1, 2
+ACTIVATIONS = ("tanh", "logistic")
+
+
+# -- activation functions -----------------------------------------------------------------
+
+
+def _activation_name(activation) -> str:
+    if isinstance(activation, str):
+        return activation
+    return ACTIVATIONS[int(activation)]
+
+
+def s(v, activation):
+    """The activation function s(V): tanh or the logistic function 1/(1+e^-V) (Section 1.2.1)."""
+    v = np.asarray(v, dtype=np.float64)
+    if _activation_name(activation) == "tanh":
+        return np.tanh(v)
+    return 1.0 / (1.0 + np.exp(-v))
+
+
+def s_prime(v, activation):
+    """s'(V), computed from V itself: 1/cosh(V)^2 or e^-V/(1+e^-V)^2."""
+    v = np.asarray(v, dtype=np.float64)
+    if _activation_name(activation) == "tanh":
+        return 1.0 / np.cosh(v) ** 2
+    e = np.exp(-v)
+    return e / (1.0 + e) ** 2
+
+
+def s_inverse(a, activation):
+    """s^{-1}(a): arctanh or the logit."""
+    a = np.asarray(a, dtype=np.float64)
+    if _activation_name(activation) == "tanh":
+        return np.arctanh(a)
+    return np.log(a / (1.0 - a))
+
+
+# -- network structure as dense matrices --------------------------------------------------
+
+
+def dense_transition(tau_sym, inputs):
+    """The (N+1, N+1) matrix ``T[i, j] = tau_{i j}`` (paper's index order: from i to j).
+
+    ``tau_sym`` is one symbol's slice ``tau[sym]`` (N+1, D).  An edge listed
+    twice would simply add up.
+    """
+    N1, D = inputs.shape
+    T = np.zeros((N1, N1))
+    for j in range(1, N1):
+        for k in range(D):
+            T[inputs[j, k], j] += tau_sym[j, k]
+    return T
+
+
+def symbol_used(x_t, gated):
+    """Index of the transition-weight slice used at time t: x_t for GNN/GLNN, 0 for the RNN."""
+    return int(x_t) if gated else 0
+
+
+def softmax(E):
+    """pi(y) = exp(E_y) / sum_y' exp(E_y'), eq. (6).  (Shifted by max E for overflow safety.)"""
+    E = np.asarray(E, dtype=np.float64)
+    e = np.exp(E - E.max())
+    return e / e.sum()
+
+
+def one_step(V_t, a_t, x_t, tau, rho, inputs, leak, gated, activation):
+    """V^{t+1}, a^{t+1} from V^t, a^t and x_t: eqs. (8), (10), (13) with dense matrices."""
+    T = dense_transition(tau[symbol_used(x_t, gated)], inputs)
+    V_next = leak * V_t + a_t @ T  # sum_i a_i^t tau_{ij}
+    if not gated:
+        V_next = V_next + rho[x_t]
+    V_next = np.array(V_next, dtype=np.float64)
+    V_next[0] = 0.0
+    a_next = s(V_next, activation)
+    a_next[0] = 1.0
+    return V_next, a_next
+
+
+# -- forward pass -------------------------------------------------------------------------
+
+
+def forward(x, chi, w, tau, rho, v0, inputs, leak, gated, activation):
+    """(V, a, pi, loglik) over the whole sequence, from V^0 = v0.
+
+    V, a: (T+1, N+1), row t = time t, column 0 = unit 0 (V_0 = 0, a_0 = 1).
+    pi: (T, A), pi[t] = pi_t of eq. (6).  loglik = sum_t chi_t log pi_t(x_t), eq. (16).
+    """
+    x = np.asarray(x)
+    T = len(x)
+    N1 = inputs.shape[0]
+    A = w.shape[1]
+    V = np.zeros((T + 1, N1))
+    a = np.zeros((T + 1, N1))
+    pi = np.zeros((T, A))
+    V[0] = v0
+    V[0, 0] = 0.0
+    a[0] = s(V[0], activation)
+    a[0, 0] = 1.0
+    loglik = 0.0
+    for t in range(T):
+        pi[t] = softmax(a[t] @ w)  # E_y = sum_i a_i^t w_iy
+        if chi[t] != 0.0:
+            loglik += chi[t] * np.log(pi[t, x[t]])
+        V[t + 1], a[t + 1] = one_step(V[t], a[t], x[t], tau, rho, inputs, leak, gated, activation)
+    return V, a, pi, loglik
+
+
+def regularized_log2_probs(x, pi):
+    """log2 of ((1 - 1/(t+2)) pi_t + 1/(t+2) unif_A)(x_t), seed 000 §4 "Regularization"."""
+    T, A = pi.shape
+    out = np.zeros(T)
+    for t in range(T):
+        lam = 1.0 / (t + 2)
+        mixed = (1.0 - lam) * pi[t] + lam * np.full(A, 1.0 / A)
+        out[t] = np.log2(mixed[x[t]])
+    return out
+
+
+# -- backpropagation through time (eq. 22, Appendix B) and moduli (eqs. 23, 24, 63) --------
+
+
+def jacobian(V_t, x_t, tau, inputs, leak, gated, activation):
+    """J[i, j] = dV_j^{t+1} / dV_i^t = leak 1_{i=j} + tau_{i j x_t} s'(V_i^t)  (eq. 64, generalised).
+
+    Units 1..N only (row and column 0 are zero: V_0 is not a variable).
+    """
+    N1 = inputs.shape[0]
+    T = dense_transition(tau[symbol_used(x_t, gated)], inputs)
+    J = leak * np.eye(N1) + T * s_prime(V_t, activation)[:, None]
+    J[0, :] = 0.0
+    J[:, 0] = 0.0
+    return J
+
+
+def output_source(w, pi_t, x_t):
+    """d log pi_t(x_t) / d a_i^t = w_{i x_t} - sum_y pi_t(y) w_iy   (eq. 99 with E_y = sum_i a_i w_iy)."""
+    return w[:, x_t] - w @ pi_t
+
+
+def output_variance(w, pi_t):
+    """Var_{pi_t}(w_i.) = sum_y pi_t(y) w_iy^2 - (sum_y pi_t(y) w_iy)^2: the Fisher norm of eq. (59)."""
+    return (w**2) @ pi_t - (w @ pi_t) ** 2
+
+
+def backward(x, chi, w, tau, V, pi, inputs, leak, gated, activation, modulus, B_T=None, m_T=None):
+    """(B, m), both (T+1, N+1).
+
+    B_i^t = d log Pr / d V_i^t (eq. 22, eqs. 89/95 of Appendix B), written as a
+    matrix recursion with the Jacobian of eq. (64):
+
+        B^t = s'(V^t) * chi_t * (w_{. x_t} - w pi_t)  +  J^t B^{t+1}
+
+    moduli:
+        RUOP (eq. 23):  m~_i^t = (B_i^t)^2
+        RBPM (eqs. 24 / 63): m~^t = s'(V^t)^2 chi_t Var_{pi_t}(w) + (J^t)^{.2} m~^{t+1}
+        NO_MODULUS: m = 0.
+
+    ``B_T``/``m_T`` are the boundary values at time T (zero for a whole sequence).
+    """
+    T = len(x)
+    N1 = inputs.shape[0]
+    B = np.zeros((T + 1, N1))
+    m = np.zeros((T + 1, N1))
+    if B_T is not None:
+        B[T] = B_T
+    if m_T is not None:
+        m[T] = m_T
+    for t in range(T - 1, -1, -1):
+        sp = s_prime(V[t], activation)
+        J = jacobian(V[t], x[t], tau, inputs, leak, gated, activation)
+        B[t] = sp * chi[t] * output_source(w, pi[t], x[t]) + J @ B[t + 1]
+        if modulus == RBPM:
+            m[t] = sp**2 * chi[t] * output_variance(w, pi[t]) + (J**2) @ m[t + 1]
+        elif modulus == RUOP:
+            m[t] = B[t] ** 2
+        else:
+            m[t] = 0.0
+        B[t, 0] = 0.0
+        m[t, 0] = 0.0
+    return B, m
+
+
+# -- transition gradient and metric blocks (eqs. 25-26, Section 3.4 on RNNs) ---------------
+
+
+def incoming_signal(a_t, x_t, inputs, j, gated, A):
+    """dV_j^{t+1} / d(incoming parameters of j used at time t).
+
+    The slots' activities a_{inputs[j,k]}^t (eq. 92: dV_j^{t+1}/dtau_{ijx_t} = a_i^t),
+    followed, for the RNN, by the "input units" 1_{x_t = y} of the rho_{jy}
+    (Section 1.2.1: rho is a weight from an input unit active when reading x_t).
+    """
+    u = [a_t[inputs[j, k]] for k in range(inputs.shape[1])]
+    if not gated:
+        u += [1.0 if x_t == y else 0.0 for y in range(A)]
+    return np.array(u)
+
+
+def transition_blocks(x, a, B, m, inputs, gated, A):
+    """Extended per-(symbol, unit) gradient and metric blocks.
+
+    Returns (G_ext, M_ext) of shapes (S, N+1, n) and (S, N+1, n, n) with
+    n = D (gated) or D + A (RNN, the rho_{jy} appended as extra inputs):
+
+        G^{(jy)}   = sum_t 1_{sym_t = y} u^t B_j^{t+1}              eq. (25)
+        M~^{(jy)}  = sum_t 1_{sym_t = y} m~_j^{t+1} u^t (u^t)^T      eq. (26)
+
+    with u^t = :func:`incoming_signal`.
+    """
+    N1, D = inputs.shape
+    S = A if gated else 1
+    n = D if gated else D + A
+    G = np.zeros((S, N1, n))
+    M = np.zeros((S, N1, n, n))
+    for t in range(len(x)):
+        sym = symbol_used(x[t], gated)
+        for j in range(1, N1):
+            u = incoming_signal(a[t], x[t], inputs, j, gated, A)
+            G[sym, j] += u * B[t + 1, j]
+            M[sym, j] += m[t + 1, j] * np.outer(u, u)
+    return G, M
+
+
+def quasi_diagonal_mask(n):
+    """Entries kept by quasi-diagonal reduction (Section 2 / [Oll13 §2.3]): (0,0), (0,k), (k,0), (k,k)."""
+    keep = np.eye(n, dtype=bool)
+    keep[0, :] = True
+    keep[:, 0] = True
+    return keep
+
+
+def accumulate_transition(x, a, B, m, inputs, gated, A, quasi_diagonal):
+    """(G, G_rho, M, M_rho) in the kernel's layout, from :func:`transition_blocks`.
+
+    G (S, N+1, D), M (S, N+1, D, D); for the RNN, G_rho[y, j] = dlogPr/drho_{jy} and
+    M_rho[y, j] = M~_{rho_y rho_y}^{(j)} (= M~_{0 rho_y}^{(j)} since the input unit of
+    rho_{jy} is 0/1-valued).  With ``quasi_diagonal``, M keeps only its (0,0),
+    (0,k) and (k,k) entries (the upper row; (k,0) is left at zero).
+    """
+    N1, D = inputs.shape
+    G_ext, M_ext = transition_blocks(x, a, B, m, inputs, gated, A)
+    G = G_ext[:, :, :D].copy()
+    M = M_ext[:, :, :D, :D].copy()
+    if quasi_diagonal:
+        keep = np.triu(quasi_diagonal_mask(D))
+        M = np.where(keep, M, 0.0)
+    G_rho = np.zeros((A, N1))
+    M_rho = np.zeros((A, N1))
+    if not gated:
+        for y in range(A):
+            G_rho[y] = G_ext[0, :, D + y]
+            M_rho[y] = M_ext[0, :, D + y, D + y]
+    return G, G_rho, M, M_rho
+
+
+def solve_blocks(G, M, eps):
+    """(M~^{(jy)} + eps I)^{-1} G^{(jy)} for every j >= 1, eq. (27); zero for j = 0."""
+    S, N1, D = G.shape
+    out = np.zeros((S, N1, D))
+    for sym in range(S):
+        for j in range(1, N1):
+            out[sym, j] = np.linalg.solve(M[sym, j] + eps * np.eye(D), G[sym, j])
+    return out
+
+
+def quasi_diagonal_inverse(g, M, eps):
+    """Quasi-diagonal reduction of (M + eps I)^{-1} g, eqs. (34)-(35) (and (20)-(21)).
+
+    Index 0 is the always-activated input.  Each other input k is solved
+    together with the bias only, as the 2x2 system
+
+        [M00 + eps, M0k      ] [b_k ]   [g_0]
+        [M0k,       Mkk + eps] [step_k] = [g_k]
+
+    whose second component is eq. (34); the bias then takes the remaining
+    share of g_0 (eq. 35): step_0 = (g_0 - sum_k M0k step_k) / (M00 + eps).
+    Only M00, M0k, Mkk are read.
+    """
+    n = len(g)
+    m00 = M[0, 0] + eps
+    step = np.zeros(n)
+    for k in range(1, n):
+        pair = np.array([[m00, M[0, k]], [M[0, k], M[k, k] + eps]])
+        step[k] = np.linalg.solve(pair, np.array([g[0], g[k]]))[1]
+    step[0] = (g[0] - sum(M[0, k] * step[k] for k in range(1, n))) / m00
+    return step
+
+
+def solve_quasi_diagonal(G, M, G_rho, M_rho, eps, gated):
+    """(out, out_rho): eqs. (34)-(35) per (symbol, unit) block; only M00, M0k, Mkk are read.
+
+    For the RNN (``gated`` false, S = 1) the rho_{jy} are extra inputs of unit j
+    with activity 1_{x_t=y}: their diagonal entry and their cross term with the
+    bias are both M_rho[y, j] (a 0/1 activity squared is itself).  For gated
+    models there is no rho and out_rho is zero.
+    """
+    S, N1, D = G.shape
+    A = G_rho.shape[0]
+    out = np.zeros((S, N1, D))
+    out_rho = np.zeros((A, N1))
+    for sym in range(S):
+        for j in range(1, N1):
+            if gated:
+                out[sym, j] = quasi_diagonal_inverse(G[sym, j], M[sym, j], eps)
+                continue
+            n = D + A
+            g = np.concatenate([G[sym, j], G_rho[:, j]])
+            Mx = np.zeros((n, n))
+            Mx[:D, :D] = M[sym, j]
+            for y in range(A):
+                Mx[D + y, D + y] = M_rho[y, j]  # (1_{x_t=y})^2 m~
+                Mx[0, D + y] = M_rho[y, j]  # a_0 1_{x_t=y} m~
+            step = quasi_diagonal_inverse(g, Mx, eps)
+            out[sym, j] = step[:D]
+            out_rho[:, j] = step[D:]
+    return out, out_rho
+
+
+# -- writing weights (eqs. 17-21) -----------------------------------------------------------
+
+
+def writing_terms(x, chi, a, pi):
+    """(W, h0, hd) of eqs. (17)-(19), without the damping eps_y.
+
+        W_iy  = sum_t chi_t a_i^t (1_{x_t=y} - pi_t(y))                eq. (17)
+        hd_iy = sum_t chi_t (a_i^t)^2 pi_t(y) (1 - pi_t(y))             eq. (18) (h_ii^y - eps_y)
+        h0_iy = sum_t chi_t a_i^t pi_t(y) (1 - pi_t(y))                 eq. (19) (h_0i^y)
+    """
+    T, A = pi.shape
+    N1 = a.shape[1]
+    W = np.zeros((N1, A))
+    h0 = np.zeros((N1, A))
+    hd = np.zeros((N1, A))
+    for t in range(T):
+        target = np.zeros(A)
+        target[x[t]] = 1.0
+        for i in range(N1):
+            for y in range(A):
+                W[i, y] += chi[t] * a[t, i] * (target[y] - pi[t, y])
+                hd[i, y] += chi[t] * a[t, i] ** 2 * pi[t, y] * (1.0 - pi[t, y])
+                h0[i, y] += chi[t] * a[t, i] * pi[t, y] * (1.0 - pi[t, y])
+    return W, h0, hd
+
+
+def writing_hessian(x, chi, a, pi, y):
+    """The full Fisher matrix / minus Hessian of log Pr w.r.t. (w_iy)_i for one y (eq. 50, y = y').
+
+    I_{ii'} = sum_t chi_t pi_t(y) (1 - pi_t(y)) a_i^t a_i'^t; its diagonal is hd, its row 0 is h0.
+    """
+    N1 = a.shape[1]
+    H = np.zeros((N1, N1))
+    for t in range(len(x)):
+        H += chi[t] * pi[t, y] * (1.0 - pi[t, y]) * np.outer(a[t], a[t])
+    return H
+
+
+def quasi_diagonal_step(W, h0, hd, damping):
+    """The QDH direction of eqs. (20)-(21), written out literally, with h_ii^y = hd_iy + eps_y."""
+    N1, A = W.shape
+    out = np.zeros((N1, A))
+    for y in range(A):
+        h00 = hd[0, y] + damping[y]
+        steps = {}
+        for i in range(1, N1):
+            hii = hd[i, y] + damping[y]
+            h0i = h0[i, y]
+            steps[i] = (W[i, y] - W[0, y] * h0i / h00) / (hii - h0i**2 / h00)  # eq. (20)
+            out[i, y] = steps[i]
+        out[0, y] = W[0, y] / h00 - sum(h0[i, y] / h00 * steps[i] for i in range(1, N1))  # eq. (21)
+    return out
+
+
+def diagonal_step(W, hd, damping):
+    """The inverse diagonal Hessian ("DH") direction: W_iy / h_ii^y with h_ii^y of eq. (18)."""
+    return W / (hd + np.asarray(damping)[None, :])
+
+
+# -- time-unfolded network with dummy per-time parameters (Section 3.3) ----------------------
+
+
+def unfolded_forward(x, chi, w, tau_t, rho_t, v0, inputs, leak, gated, activation):
+    """Forward pass where time t uses its own copy of the transition parameters.
+
+    ``tau_t[t]`` (N+1, D) is the dummy parameter theta^t = the slice of tau used
+    at time t (tau[x_t] for gated models, tau[0] for the RNN), ``rho_t[t]`` (N+1,)
+    the RNN's rho[x_t].  With tau_t[t] = tau[sym_t] and rho_t[t] = rho[x_t] this
+    is :func:`forward` (Section 3.3: the meta-parameter sets every dummy copy).
+    Returns (V, a, pi, loglik).
+    """
+    T = len(x)
+    N1 = inputs.shape[0]
+    A = w.shape[1]
+    V = np.zeros((T + 1, N1))
+    a = np.zeros((T + 1, N1))
+    pi = np.zeros((T, A))
+    V[0] = v0
+    V[0, 0] = 0.0
+    a[0] = s(V[0], activation)
+    a[0, 0] = 1.0
+    loglik = 0.0
+    for t in range(T):
+        pi[t] = softmax(a[t] @ w)
+        if chi[t] != 0.0:
+            loglik += chi[t] * np.log(pi[t, x[t]])
+        V[t + 1] = leak * V[t] + a[t] @ dense_transition(tau_t[t], inputs)
+        if not gated:
+            V[t + 1] += rho_t[t]
+        V[t + 1, 0] = 0.0
+        a[t + 1] = s(V[t + 1], activation)
+        a[t + 1, 0] = 1.0
+    return V, a, pi, loglik
+
+
+def unfold_parameters(x, tau, rho, gated):
+    """(tau_t, rho_t): every dummy copy set to the recurrent network's parameter."""
+    tau_t = np.array([tau[symbol_used(xt, gated)] for xt in x])
+    rho_t = np.array([rho[xt] for xt in x])
+    return tau_t, rho_t
+
+
+# -- random test problems (uses seqd.core.model only, never the kernels) ---------------------
+
+
+class Case:
+    """A small random network and sequence, away from any special point of parameter space."""
+
+    def __init__(self, model, activation, seed, units=5, degree=3, alphabet=4, length=12, mask="binary", scale=0.3):
+        from seqd.core.model import ModelSpec, initialize, symbol_frequencies
+
+        rng = np.random.default_rng(seed)
+        self.spec = spec = ModelSpec(model, units, degree, activation, alphabet)
+        self.model, self.activation = model, activation
+        self.leak, self.gated, self.act_code = spec.leak, spec.gated, spec.activation_code
+        self.N, self.D, self.A, self.T = units, spec.slots, alphabet, length
+        self.S = alphabet if spec.gated else 1
+        self.x = np.ascontiguousarray(rng.integers(0, alphabet, size=length), dtype=np.int64)
+        if mask == "ones":
+            chi = np.ones(length)
+        elif mask == "binary":  # random 0/1 mask with at least one zero and one one
+            chi = (rng.random(length) < 0.7).astype(np.float64)
+            chi[0], chi[-2] = 0.0, 1.0
+        elif mask == "weights":  # real-valued weights, some zero
+            chi = rng.choice([0.0, 0.5, 1.0, 1.5], size=length)
+            chi[1] = 0.0
+        else:
+            raise ValueError(mask)
+        self.chi = np.ascontiguousarray(chi)
+        nu, nu_tilde = symbol_frequencies(self.x, None, alphabet)
+        p = initialize(spec, nu, nu_tilde, rng)
+        p.writing_weights += scale * rng.standard_normal(p.writing_weights.shape)
+        p.transition_weights += scale * rng.standard_normal(p.transition_weights.shape)
+        p.transition_weights[:, 0, :] = 0.0
+        if not spec.gated:
+            p.input_weights += scale * rng.standard_normal(p.input_weights.shape)
+            p.input_weights[:, 0] = 0.0
+        p.initial_potential += scale * rng.standard_normal(p.initial_potential.shape)
+        p.initial_potential[0] = 0.0
+        self.params = p
+        self.inputs = p.inputs
+        self.w, self.tau, self.rho, self.v0 = (
+            p.writing_weights, p.transition_weights, p.input_weights, p.initial_potential)
+
+    def naive_forward(self, w=None, tau=None, rho=None, v0=None):
+        return forward(self.x, self.chi, self.w if w is None else w, self.tau if tau is None else tau,
+                       self.rho if rho is None else rho, self.v0 if v0 is None else v0,
+                       self.inputs, self.leak, self.gated, self.activation)
+
+    def __repr__(self):
+        return f"Case({self.model}, {self.activation}, N={self.N}, D={self.D}, A={self.A}, T={self.T})"
