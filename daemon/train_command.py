@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
@@ -35,6 +34,8 @@ def register(sub) -> None:
     p.add_argument("--size", type=int, help="lines / bars / blocks per sequence (default: the paper's)")
     p.add_argument("--length", type=int, default=100, help="distant XOR line length T (default 100)")
     p.add_argument("--evaluations", type=int, default=20, help="validation checkpoints along the run (default 20)")
+    p.add_argument("--patience", type=int, help="stop once this many checkpoints pass without a better regret on "
+                   "an independent stopping sequence (default: use the whole budget)")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.set_defaults(run=_train)
 
@@ -49,7 +50,7 @@ def _experiment(args) -> Experiment:
     return Experiment(
         task=args.task, model=args.model, method=args.method, units=args.units, degree=args.degree,
         activation=args.activation, seed=args.seed, size=args.size, length=args.length,
-        steps=args.steps, seconds=args.seconds, evaluations=args.evaluations,
+        steps=args.steps, seconds=args.seconds, evaluations=args.evaluations, patience=args.patience,
     )
 
 

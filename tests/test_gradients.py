@@ -24,10 +24,9 @@ import numpy as np
 import pytest
 
 from naive import Case
-from seqd.core.kernels.backward import NO_MODULUS, RBPM, backward
+from kernel_runs import k_writing, pipeline
+from seqd.core.kernels.backward import NO_MODULUS, RBPM
 from seqd.core.kernels.forward import allocate, forward
-from seqd.core.kernels.transition import accumulate_transition
-from seqd.core.kernels.writing import accumulate_writing
 
 MODELS = ("glnn", "gnn", "rnn")
 ACTIVATIONS = ("tanh", "logistic")
@@ -66,19 +65,8 @@ def numeric_gradient(c: Case, name: str, indices, h=STEP) -> np.ndarray:
 
 def analytic(c: Case, modulus=NO_MODULUS):
     """Kernel pipeline: forward, backward (eq. 22), accumulate_transition (eq. 25), accumulate_writing (eq. 17)."""
-    V, a, pi = allocate(c.T, c.N, c.A)
-    forward(c.x, c.chi, c.w, c.tau, c.rho, c.v0, c.inputs, c.leak, c.gated, c.act_code, V, a, pi)
-    B = np.zeros((c.T + 1, c.N + 1))
-    m = np.zeros((c.T + 1, c.N + 1))
-    backward(c.x, c.chi, c.w, c.tau, a, pi, c.inputs, c.leak, c.gated, c.act_code, modulus, B, m,
-             np.zeros((3, c.N + 1)))
-    G = np.zeros((c.S, c.N + 1, c.D))
-    G_rho = np.zeros((c.A, c.N + 1))
-    M = np.zeros((c.S, c.N + 1, c.D, c.D))
-    M_rho = np.zeros((c.A, c.N + 1))
-    accumulate_transition(c.x, a, B, m, c.inputs, c.gated, False, G, G_rho, M, M_rho)
-    W, h0, hd = (np.zeros((c.N + 1, c.A)) for _ in range(3))
-    accumulate_writing(c.x, c.chi, a, pi, W, h0, hd)
+    V, a, pi, B, m, G, G_rho, _, _ = pipeline(c, modulus, False)
+    W, h0, hd = k_writing(c, a, pi)
     return dict(V=V, a=a, pi=pi, B=B, m=m, G=G, G_rho=G_rho, W=W, h0=h0, hd=hd)
 
 

@@ -14,10 +14,11 @@ import pytest
 
 import naive
 from naive import Case
-from seqd.core.kernels.backward import NO_MODULUS, RBPM, RUOP, backward
-from seqd.core.kernels.forward import allocate, forward, regularized_log2_probs
-from seqd.core.kernels.transition import accumulate_transition, solve_blocks, solve_quasi_diagonal
-from seqd.core.kernels.writing import accumulate_writing, diagonal_step, quasi_diagonal_step
+from kernel_runs import k_backward, k_forward, k_transition, k_writing, pipeline
+from seqd.core.kernels.backward import NO_MODULUS, RBPM, RUOP
+from seqd.core.kernels.forward import regularized_log2_probs
+from seqd.core.kernels.transition import solve_blocks, solve_quasi_diagonal
+from seqd.core.kernels.writing import diagonal_step, quasi_diagonal_step
 
 MODELS = ("glnn", "gnn", "rnn")
 ACTIVATIONS = ("tanh", "logistic")
@@ -35,45 +36,6 @@ def close(actual, expected, rel=REL):
 
 
 # -- kernel drivers (argument lists as in core/training/batch.py) ---------------------------
-
-
-def k_forward(c: Case):
-    V, a, pi = allocate(c.T, c.N, c.A)
-    ll = forward(c.x, c.chi, c.w, c.tau, c.rho, c.v0, c.inputs, c.leak, c.gated, c.act_code, V, a, pi)
-    return V, a, pi, ll
-
-
-def k_backward(c: Case, a, pi, modulus, B_T=None, m_T=None):
-    B = np.zeros((c.T + 1, c.N + 1))
-    m = np.zeros((c.T + 1, c.N + 1))
-    if B_T is not None:
-        B[c.T] = B_T
-    if m_T is not None:
-        m[c.T] = m_T
-    scratch = np.zeros((3, c.N + 1))
-    backward(c.x, c.chi, c.w, c.tau, a, pi, c.inputs, c.leak, c.gated, c.act_code, modulus, B, m, scratch)
-    return B, m
-
-
-def k_transition(c: Case, a, B, m, quasi_diagonal, out=None):
-    if out is None:
-        out = (np.zeros((c.S, c.N + 1, c.D)), np.zeros((c.A, c.N + 1)),
-               np.zeros((c.S, c.N + 1, c.D, c.D)), np.zeros((c.A, c.N + 1)))
-    G, G_rho, M, M_rho = out
-    accumulate_transition(c.x, a, B, m, c.inputs, c.gated, quasi_diagonal, G, G_rho, M, M_rho)
-    return G, G_rho, M, M_rho
-
-
-def k_writing(c: Case, a, pi):
-    W, h0, hd = (np.zeros((c.N + 1, c.A)) for _ in range(3))
-    accumulate_writing(c.x, c.chi, a, pi, W, h0, hd)
-    return W, h0, hd
-
-
-def pipeline(c: Case, modulus, quasi_diagonal):
-    V, a, pi, _ = k_forward(c)
-    B, m = k_backward(c, a, pi, modulus)
-    return (V, a, pi, B, m) + k_transition(c, a, B, m, quasi_diagonal)
 
 
 # -- forward ---------------------------------------------------------------------------------

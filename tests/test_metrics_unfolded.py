@@ -34,9 +34,8 @@ import pytest
 
 import naive
 from naive import Case
-from seqd.core.kernels.backward import RBPM, RUOP, backward
-from seqd.core.kernels.forward import allocate, forward
-from seqd.core.kernels.transition import accumulate_transition
+from kernel_runs import pipeline
+from seqd.core.kernels.backward import RBPM, RUOP
 
 MODELS = ("glnn", "gnn", "rnn")
 ACTIVATIONS = ("tanh", "logistic")
@@ -51,17 +50,7 @@ def close(actual, expected, rel=REL):
 
 
 def kernel_metric(c: Case, modulus, quasi_diagonal):
-    V, a, pi = allocate(c.T, c.N, c.A)
-    forward(c.x, c.chi, c.w, c.tau, c.rho, c.v0, c.inputs, c.leak, c.gated, c.act_code, V, a, pi)
-    B = np.zeros((c.T + 1, c.N + 1))
-    m = np.zeros((c.T + 1, c.N + 1))
-    backward(c.x, c.chi, c.w, c.tau, a, pi, c.inputs, c.leak, c.gated, c.act_code, modulus, B, m,
-             np.zeros((3, c.N + 1)))
-    G = np.zeros((c.S, c.N + 1, c.D))
-    G_rho = np.zeros((c.A, c.N + 1))
-    M = np.zeros((c.S, c.N + 1, c.D, c.D))
-    M_rho = np.zeros((c.A, c.N + 1))
-    accumulate_transition(c.x, a, B, m, c.inputs, c.gated, quasi_diagonal, G, G_rho, M, M_rho)
+    V, a, pi, B, m, G, G_rho, M, M_rho = pipeline(c, modulus, quasi_diagonal)
     return dict(V=V, a=a, pi=pi, B=B, m=m, G=G, G_rho=G_rho, M=M, M_rho=M_rho)
 
 

@@ -35,6 +35,7 @@ class Experiment:
     steps: int | None = None
     seconds: float | None = None
     evaluations: int = 20  # validation checkpoints along the run, log-spaced
+    patience: int | None = None  # stop after this many checkpoints without a better stopping-sequence regret
 
 
 @dataclass
@@ -54,6 +55,7 @@ class Outcome:
     best_validation_regret: float  # best checkpoint along the run, chosen on the validation sequence itself
     best_validation_error_rate: float | None
     best_at_seconds: float
+    stopped_early: bool  # the patience rule ended the run before its budget
     stopped_validation_regret: float  # at the checkpoint chosen on a third, independent stopping sequence
     stopped_validation_error_rate: float | None
     stopped_at_seconds: float
@@ -119,11 +121,18 @@ def run(exp: Experiment, config: TrainConfig | None = None, progress=None) -> Ou
     else:
         measure = lambda tr: tr.steps  # noqa: E731
     next_mark = [next(marks, None)]
+    stopped_early = [False]
 
     def on_step(tr, rec):
-        while next_mark[0] is not None and measure(tr) >= next_mark[0]:
-            next_mark[0] = next(marks, None)
+        if next_mark[0] is not None and measure(tr) >= next_mark[0]:
+            while next_mark[0] is not None and measure(tr) >= next_mark[0]:
+                next_mark[0] = next(marks, None)
             checkpoint()
+            if exp.patience is not None:
+                best_k = min(range(len(curve)), key=lambda k: curve[k]["stopping_regret"])
+                if len(curve) - 1 - best_k >= exp.patience:
+                    stopped_early[0] = True
+                    return True
         return False
 
     checkpoint()
@@ -149,6 +158,7 @@ def run(exp: Experiment, config: TrainConfig | None = None, progress=None) -> Ou
         best_validation_regret=best["regret"],
         best_validation_error_rate=best["error_rate"],
         best_at_seconds=best["seconds"],
+        stopped_early=stopped_early[0],
         stopped_validation_regret=stopped["regret"],
         stopped_validation_error_rate=stopped["error_rate"],
         stopped_at_seconds=stopped["seconds"],
