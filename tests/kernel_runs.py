@@ -25,7 +25,7 @@ def k_backward(c: Case, a, pi, modulus, B_T=None, m_T=None):
     if m_T is not None:
         m[c.T] = m_T
     scratch = np.zeros((3, c.N + 1))
-    backward(c.x, c.chi, c.w, c.tau, a, pi, c.inputs, c.leak, c.gated, c.act_code, modulus, B, m, scratch)
+    backward(c.x, c.x, c.chi, c.w, c.tau, a, pi, c.inputs, c.leak, c.gated, c.act_code, modulus, B, m, scratch)
     return B, m
 
 

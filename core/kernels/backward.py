@@ -11,12 +11,17 @@ NO_MODULUS = 2  # non-invariant methods need B only
 
 
 @kernel
-def backward(x, chi, w, tau, a, pi, inputs, leak, gated, activation, modulus, B, m, scratch):
+def backward(x, targets, chi, w, tau, a, pi, inputs, leak, gated, activation, modulus, B, m, scratch):
     """Fill ``B[t, i] = d log Pr / d V_i^t`` and the modulus ``m[t, i]`` for t = T-1 .. 0.
 
     ``B[T]`` and ``m[T]`` are read as boundary values (zero for a whole
     sequence, eq. 22 "initialized with B^T = 0"; a truncated window passes its
-    own).  ``scratch`` is a work array of shape (3, N+1).
+    own).  ``scratch`` is a work array of shape (3, N+1).  ``x[t]`` is the
+    symbol read by the transition at time t and ``targets[t]`` the symbol whose
+    probability the output at time t is scored on: the same sequence in batch
+    training; an online learner scores a first occurrence on its escape symbol.
+    The sums over y run over the columns of ``w`` and ``pi``, so an online
+    learner passes only its active symbols.
 
     B (eq. 22, generalised to the three models through
     dV_j^{t+1}/dV_i^t = leak 1_{i=j} + tau_{ij x_t} s'(V_i^t)):
@@ -37,8 +42,8 @@ def backward(x, chi, w, tau, a, pi, inputs, leak, gated, activation, modulus, B,
     mback = scratch[1]
     sprime = scratch[2]
     for t in range(T - 1, -1, -1):
-        xt = x[t]
-        sym = xt if gated else 0
+        sym = x[t] if gated else 0
+        target = targets[t]
         for i in range(N1):
             back[i] = 0.0
             mback[i] = 0.0
@@ -67,7 +72,7 @@ def backward(x, chi, w, tau, a, pi, inputs, leak, gated, activation, modulus, B,
                     wy = w[i, y]
                     mean += p * wy
                     mean2 += p * wy * wy
-                source = chi[t] * (w[i, xt] - mean)
+                source = chi[t] * (w[i, target] - mean)
                 variance = chi[t] * (mean2 - mean * mean)
             s1 = sprime[i]
             b = leak * B[t + 1, i] + s1 * (source + back[i])

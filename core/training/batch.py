@@ -150,8 +150,7 @@ class BatchTrainer:
         s, p, cur, meth = self.spec, self.params, self._current, self.method
         self._B[-1].fill(0.0)
         self._m[-1].fill(0.0)
-        backward(
-            self.symbols, self.chi, p.writing_weights, p.transition_weights, cur.a, cur.pi, p.inputs,
+        backward(self.symbols, self.symbols, self.chi, p.writing_weights, p.transition_weights, cur.a, cur.pi, p.inputs,
             s.leak, s.gated, s.activation_code, meth.modulus, self._B, self._m, self._scratch,
         )
         for arr in (self._G, self._G_rho, self._M, self._M_rho):
