@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import train_command
+from . import eval_command, train_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,6 +16,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     train_command.register(sub)
+    eval_command.register(sub)
     return parser
 
 

@@ -1,0 +1,131 @@
+"""The lifelong online learner: predict the next symbol, then learn from it, forever.
+
+    >>> from seqd.core.online import OnlineLearner, OnlineConfig
+    >>> learner = OnlineLearner(OnlineConfig(units=8, alphabet_cap=4))
+    >>> bits = learner.learn([0, 1, 2, 3] * 50)
+    >>> bool(bits[-20:].mean() < bits[:20].mean())
+    True
+    >>> learner.predict_one()
+    0
+
+Time and memory per symbol do not depend on how long the stream has run: the
+state is a fixed set of arrays (``state.py``), and the past is not kept.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .kernels import learn_buffer, predict_into
+from .state import (
+    ACTIVE,
+    ETA_TAU,
+    ETA_W,
+    NONFINITE,
+    REJECTED,
+    SYMBOLS,
+    WINDOWS,
+    OnlineConfig,
+    OnlineState,
+    from_bytes,
+    new_state,
+    to_bytes,
+)
+
+
+class OnlineLearner:
+    """A GLNN (or GNN) learning one symbol stream online (``docs/online.md``).
+
+    Symbols are integers in ``[0, config.alphabet_cap)``.  The alphabet is
+    open: a stream starts with no symbols, and a first occurrence is predicted
+    through an escape probability, named among the symbols not yet seen, and
+    then joins the model.
+    """
+
+    def __init__(self, config: OnlineConfig | None = None, *, _state: OnlineState | None = None):
+        self.config = config or OnlineConfig()
+        self.state = _state if _state is not None else new_state(self.config)
+        self._hyper = self.config.hyper()
+        self._flags = self.config.flags()
+        self._proba = np.zeros(self.config.alphabet_cap + 1)
+
+    # -- learning ---------------------------------------------------------------------------
+    def learn(self, symbols) -> np.ndarray:
+        """Predict, score and learn each symbol in turn; returns each one's code length in bits.
+
+        The code lengths are prequential: symbol t is scored by the model that
+        has learned from symbols 0..t-1 only.  One call runs one Numba loop,
+        however many symbols it is given.
+        """
+        x = self._validate(symbols)
+        bits = np.empty(len(x))
+        learn_buffer(self.state, self._hyper, self._flags, x, bits)
+        return bits
+
+    def learn_one(self, symbol: int) -> None:
+        """Learn one symbol (River's stateful convention: returns nothing)."""
+        self.learn([symbol])
+
+    # -- prediction -------------------------------------------------------------------------
+    def predict_proba_one(self) -> dict[int, float]:
+        """Distribution of the next symbol over the symbols seen so far, and ``None`` for a new one."""
+        width = predict_into(self.state, self._proba)
+        out: dict = {int(self.state.symbol_of[c]): float(self._proba[c]) for c in range(1, width)}
+        out[None] = float(self._proba[0])
+        return out
+
+    def predict_proba(self) -> np.ndarray:
+        """Probabilities of every symbol 0..cap-1 for the next step; unseen symbols share the escape mass."""
+        width = predict_into(self.state, self._proba)
+        cap = self.config.alphabet_cap
+        seen = width - 1
+        out = np.full(cap, self._proba[0] / (cap - seen) if seen < cap else 0.0)
+        out[self.state.symbol_of[1:width]] = self._proba[1:width]
+        return out
+
+    def predict_one(self) -> int | None:
+        """The most probable next symbol, or None before any symbol was seen."""
+        dist = self.predict_proba_one()
+        dist.pop(None)
+        return max(dist, key=dist.get) if dist else None
+
+    # -- state ------------------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        """An exact, versioned snapshot: :meth:`from_bytes` continues the stream bit for bit."""
+        return to_bytes(self.config, self.state)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "OnlineLearner":
+        config, state = from_bytes(data)
+        return cls(config, _state=state)
+
+    @property
+    def stats(self) -> dict:
+        c, r = self.state.counts, self.state.reals
+        return {
+            "symbols": int(c[SYMBOLS]),
+            "alphabet_size": int(c[ACTIVE]),
+            "windows": int(c[WINDOWS]),
+            "rejected_windows": int(c[REJECTED]),
+            "nonfinite_windows": int(c[NONFINITE]),
+            "transition_rate": float(r[ETA_TAU]),
+            "writing_rate": float(r[ETA_W]),
+        }
+
+    def _validate(self, symbols) -> np.ndarray:
+        if isinstance(symbols, (bytes, bytearray, memoryview)):
+            x = np.frombuffer(bytes(symbols), dtype=np.uint8)
+        else:
+            x = np.asarray(symbols)
+        if x.ndim != 1:
+            raise ValueError(f"symbols must be a one-dimensional sequence, got shape {x.shape}")
+        if len(x) == 0:
+            raise ValueError("empty input: there is nothing to learn")
+        if not np.issubdtype(x.dtype, np.integer):
+            raise ValueError(f"symbols must be integers, got dtype {x.dtype}")
+        x = x.astype(np.int64, copy=False)
+        lo, hi = int(x.min()), int(x.max())
+        if lo < 0 or hi >= self.config.alphabet_cap:
+            bad = lo if lo < 0 else hi
+            raise ValueError(f"symbol {bad} is outside the alphabet [0, {self.config.alphabet_cap})")
+        return np.ascontiguousarray(x)

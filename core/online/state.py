@@ -1,0 +1,267 @@
+"""Configuration and state of the lifelong online learner.
+
+The state is a flat set of NumPy arrays (a named tuple, so one argument
+carries it into the Numba kernels) sized by the configuration only: nothing
+in it grows with the length of the stream.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import zlib
+from dataclasses import asdict, dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from ..kernels.backward import RBPM, RUOP
+from ..model import ACTIVATIONS, random_graph
+
+FORMAT_MAGIC = b"SEQDLRN\x00"
+FORMAT_VERSION = 1
+
+# positions in the `reals` array
+ETA_TAU, ETA_W, WINDOW_GAIN = 0, 1, 2
+# positions in the `counts` array
+SYMBOLS, ACTIVE, WINDOW_POS, WINDOWS, REJECTED, NONFINITE = 0, 1, 2, 3, 4, 5
+
+
+@dataclass(frozen=True)
+class OnlineConfig:
+    """Hyper-parameters of an online learner, stored under their constructor names.
+
+    One default serves every stream; ``docs/online.md`` records how each was
+    chosen.
+    """
+
+    model: str = "glnn"  # "glnn" or "gnn" (gated models: per-symbol metric blocks)
+    units: int = 32
+    degree: int = 3
+    activation: str = "tanh"
+    alphabet_cap: int = 256  # symbols are integers in [0, alphabet_cap)
+    method: str = "rbpm"  # rbpm, ruop (full blocks, Sherman-Morrison) or qdrbpm, qdruop
+    window: int = 16  # truncated BPTT window K (symbols per transition update)
+    input_scale: float = 16.0  # multiplies the reading rates mu_j/4 of eq. (32)
+    writing_discount: float = 1.0 / 4096  # gamma_w of the writing Hessian sums
+    writing_prior: float = 1.0  # prior mass kept in every writing Hessian diagonal
+    writing_rate: float = 1.0  # eta_w (the quasi-diagonal Newton step is self-scaled)
+    metric_discount: float = 1.0 / 1024  # gamma_tau per contribution to a metric block
+    metric_prior: float = 1.0  # prior mass kept in every metric block's diagonal
+    transition_rate: float | None = None  # initial eta_tau; None: 1/N as in seed 000
+    max_transition_rate: float = 1.0  # eta_tau <= 1: never beyond the Newton step of the discounted metric
+    rate_growth: float = 1.1
+    rate_shrink: float = 0.5
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.model not in ("glnn", "gnn"):
+            raise ValueError(f"online model must be 'glnn' or 'gnn' (gated, per-symbol metric blocks), got {self.model!r}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        if self.method not in ("rbpm", "ruop", "qdrbpm", "qdruop"):
+            raise ValueError(f"online method must be rbpm, ruop, qdrbpm or qdruop, got {self.method!r}")
+        if self.units < 1 or not 1 <= self.degree <= self.units:
+            raise ValueError(f"need units >= 1 and 1 <= degree <= units, got units={self.units}, degree={self.degree}")
+        if not 1 <= self.alphabet_cap <= 65536:
+            raise ValueError(f"alphabet_cap must be in [1, 65536], got {self.alphabet_cap}")
+        if self.window < 1:
+            raise ValueError(f"window must be >= 1, got {self.window}")
+        for name in ("writing_discount", "metric_discount"):
+            v = getattr(self, name)
+            if not 0.0 < v < 1.0:
+                raise ValueError(f"{name} must be in (0, 1), got {v}")
+        for name in ("writing_prior", "metric_prior", "writing_rate", "input_scale", "max_transition_rate"):
+            if not getattr(self, name) > 0.0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+
+    @property
+    def slots(self) -> int:
+        return self.degree + 1
+
+    @property
+    def modulus(self) -> int:
+        return RUOP if self.method.endswith("ruop") else RBPM
+
+    @property
+    def quasi_diagonal(self) -> bool:
+        return self.method.startswith("qd")
+
+    def hyper(self) -> np.ndarray:
+        """The float settings the kernels read, in a fixed order (see ``kernels.H_*``)."""
+        return np.array([
+            1.0 if self.model == "glnn" else 0.0,
+            self.input_scale,
+            self.writing_discount,
+            self.writing_prior,
+            self.metric_discount,
+            self.metric_prior,
+            self.max_transition_rate,
+            self.rate_growth,
+            self.rate_shrink,
+        ])
+
+    def flags(self) -> np.ndarray:
+        """The integer settings the kernels read (see ``kernels.F_*``)."""
+        return np.array([
+            self.window,
+            ACTIVATIONS.index(self.activation),
+            self.modulus,
+            int(self.quasi_diagonal),
+            self.alphabet_cap,
+            self.seed & 0x7FFFFFFFFFFFFFFF,
+        ], dtype=np.int64)
+
+
+class OnlineState(NamedTuple):
+    """Every array the learner owns.
+
+    Symbols get internal codes in order of first appearance: code 0 is the
+    escape (a first occurrence), codes 1..n the symbols seen so far, so the
+    active part of every per-symbol array is a contiguous prefix of width
+    n + 1.  A = alphabet cap, K = window, N = units, D = d + 1.
+    """
+
+    inputs: np.ndarray  # (N+1, D) int64: incoming units of each unit
+    code_of: np.ndarray  # (A,) int64: internal code of each symbol, 0 while unseen
+    symbol_of: np.ndarray  # (A+1,) int64: symbol of each internal code (-1 for the escape)
+    w: np.ndarray  # (N+1, A+1) writing weights
+    tau: np.ndarray  # (A+1, N+1, D) transition weights, code-major (row 0 unused)
+    h0: np.ndarray  # (N+1, A+1) discounted writing Hessian, cross terms with unit 0 (eq. 19)
+    hd: np.ndarray  # (N+1, A+1) discounted writing Hessian, diagonal (eq. 18) incl. prior
+    metric: np.ndarray  # (A+1, N+1, D, D) inverse metric (full) or quasi-diagonal metric entries
+    block_updates: np.ndarray  # (A+1, N+1) int64: contributions received by each block
+    V: np.ndarray  # (K+2, N+1): potentials over the current window; row counts[WINDOW_POS] is now
+    a: np.ndarray  # (K+2, N+1): activities over the window
+    pi: np.ndarray  # (K+1, A+1): predictions over the window
+    x: np.ndarray  # (K+1,) int64: codes read by the transitions of the window
+    targets: np.ndarray  # (K+1,) int64: codes the outputs were scored on (0 for a first occurrence)
+    B: np.ndarray  # (K+2, N+1) backpropagated values (work)
+    m: np.ndarray  # (K+2, N+1) backpropagated moduli (work)
+    G: np.ndarray  # (A+1, N+1, D) window gradient (work, zero between windows)
+    step: np.ndarray  # (A+1, N+1, D) work: the window's step on touched blocks
+    scratch: np.ndarray  # (4, max(N+1, A+1, K+1, 2D)) work
+    touched: np.ndarray  # (K+1,) int64 work: distinct codes read in the window
+    trial_V: np.ndarray  # (K+2, N+1) work: the window replayed with trial weights
+    trial_a: np.ndarray  # (K+2, N+1)
+    reals: np.ndarray  # float64: ETA_TAU, ETA_W, WINDOW_GAIN
+    counts: np.ndarray  # int64: SYMBOLS, ACTIVE, WINDOW_POS, WINDOWS, REJECTED, NONFINITE
+
+
+def new_state(config: OnlineConfig) -> OnlineState:
+    """A learner that has seen nothing: only the escape symbol is active."""
+    N, D, A, K = config.units, config.slots, config.alphabet_cap, config.window
+    rng = np.random.default_rng([config.seed, 0x5EED])
+    inputs = random_graph(N, config.degree, rng)
+    state = OnlineState(
+        inputs=inputs,
+        code_of=np.zeros(A, dtype=np.int64),
+        symbol_of=np.full(A + 1, -1, dtype=np.int64),
+        w=np.zeros((N + 1, A + 1)),
+        tau=np.zeros((A + 1, N + 1, D)),
+        h0=np.zeros((N + 1, A + 1)),
+        hd=np.full((N + 1, A + 1), config.writing_prior),
+        metric=np.zeros((A + 1, N + 1, D, D)),
+        block_updates=np.zeros((A + 1, N + 1), dtype=np.int64),
+        V=np.zeros((K + 2, N + 1)),
+        a=np.zeros((K + 2, N + 1)),
+        pi=np.zeros((K + 1, A + 1)),
+        x=np.zeros(K + 1, dtype=np.int64),
+        targets=np.zeros(K + 1, dtype=np.int64),
+        B=np.zeros((K + 2, N + 1)),
+        m=np.zeros((K + 2, N + 1)),
+        G=np.zeros((A + 1, N + 1, D)),
+        step=np.zeros((A + 1, N + 1, D)),
+        scratch=np.zeros((4, max(N + 1, A + 1, K + 1, 2 * D))),
+        touched=np.zeros(K + 1, dtype=np.int64),
+        trial_V=np.zeros((K + 2, N + 1)),
+        trial_a=np.zeros((K + 2, N + 1)),
+        reals=np.array([1.0 / N if config.transition_rate is None else config.transition_rate, config.writing_rate, 0.0]),
+        counts=np.zeros(6, dtype=np.int64),
+    )
+    # initial potentials V^0 = s^-1(beta_j / alpha) (seed 000 §2) for the GLNN; 0 for the GNN
+    if config.model == "glnn":
+        j = np.arange(1, N + 1)
+        mu = 1.0 / (j + 1.0)
+        beta = -np.sqrt(0.5 * (0.5 - mu))
+        v0 = np.arctanh(beta / 0.5)
+        if config.activation == "logistic":
+            v0 = 2.0 * v0
+        state.V[0, 1:] = v0
+    state.a[0, 0] = 1.0
+    act = np.tanh if config.activation == "tanh" else (lambda v: 1.0 / (1.0 + np.exp(-v)))
+    state.a[0, 1:] = act(state.V[0, 1:])
+    return state
+
+
+# -- serialisation ----------------------------------------------------------------------------
+
+_HEADER = struct.Struct("<8sII")  # magic, version, header length
+
+
+def to_bytes(config: OnlineConfig, state: OnlineState) -> bytes:
+    """Versioned, checksummed snapshot: restoring it continues the stream bit for bit."""
+    arrays = {name: np.ascontiguousarray(getattr(state, name)) for name in OnlineState._fields}
+    meta = {
+        "config": asdict(config),
+        "arrays": [[name, arr.dtype.str, list(arr.shape)] for name, arr in arrays.items()],
+    }
+    header = json.dumps(meta, sort_keys=True).encode()
+    body = b"".join(arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes() for arr in arrays.values())
+    payload = _HEADER.pack(FORMAT_MAGIC, FORMAT_VERSION, len(header)) + header + body
+    return payload + struct.pack("<I", zlib.crc32(payload))
+
+
+def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
+    """Inverse of :func:`to_bytes`; every inconsistency is a clear ``ValueError``."""
+    data = bytes(data)
+    if len(data) < _HEADER.size + 4:
+        raise ValueError("learner snapshot is truncated")
+    magic, version, hlen = _HEADER.unpack_from(data)
+    if magic != FORMAT_MAGIC:
+        raise ValueError("not a seqd learner snapshot (wrong magic)")
+    if version > FORMAT_VERSION:
+        raise ValueError(f"learner snapshot format {version} is newer than this seqd understands ({FORMAT_VERSION})")
+    (crc,) = struct.unpack_from("<I", data, len(data) - 4)
+    if zlib.crc32(data[:-4]) != crc:
+        raise ValueError("learner snapshot is damaged (checksum mismatch)")
+    try:
+        meta = json.loads(data[_HEADER.size:_HEADER.size + hlen])
+        config = OnlineConfig(**meta["config"])
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"learner snapshot header is invalid: {exc}") from None
+    offset = _HEADER.size + hlen
+    arrays = {}
+    for name, dtype, shape in meta["arrays"]:
+        dt = np.dtype(dtype)
+        n = int(np.prod(shape)) * dt.itemsize
+        if offset + n > len(data) - 4:
+            raise ValueError("learner snapshot is truncated")
+        arrays[name] = np.frombuffer(data, dtype=dt, count=int(np.prod(shape)), offset=offset).reshape(shape).astype(dt.newbyteorder("="))
+        offset += n
+    if set(arrays) != set(OnlineState._fields):
+        raise ValueError("learner snapshot does not hold the expected arrays")
+    state = OnlineState(**{name: np.array(arrays[name]) for name in OnlineState._fields})
+    expected = new_state_shapes(config)
+    for name, shape in expected.items():
+        if getattr(state, name).shape != shape:
+            raise ValueError(f"learner snapshot array {name!r} has shape {getattr(state, name).shape}, expected {shape}")
+    for name in ("w", "tau", "h0", "hd", "metric", "V", "a", "reals"):
+        if not np.all(np.isfinite(getattr(state, name))):
+            raise ValueError(f"learner snapshot holds a non-finite value in {name!r}")
+    return config, state
+
+
+def new_state_shapes(config: OnlineConfig) -> dict[str, tuple[int, ...]]:
+    N, D, A, K = config.units, config.slots, config.alphabet_cap, config.window
+    return {
+        "inputs": (N + 1, D), "code_of": (A,), "w": (N + 1, A + 1), "tau": (A + 1, N + 1, D),
+        "metric": (A + 1, N + 1, D, D), "V": (K + 2, N + 1), "pi": (K + 1, A + 1), "x": (K + 1,), "reals": (3,),
+        "counts": (6,),
+    }
+
+
+def bits_for_new_symbol(alphabet_cap: int, active_before: int) -> float:
+    """Bits to name a first occurrence among the symbols not yet seen (uniform)."""
+    return math.log2(alphabet_cap - active_before)

@@ -1,0 +1,110 @@
+"""``seqd eval``: prequential code length of files under a fresh online learner each."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from seqd.core.online import OnlineConfig, OnlineLearner
+
+CHUNK = 1 << 16
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "eval",
+        help="stream files through the online learner and report bits per byte",
+        description=(
+            "Stream each file, byte by byte, through a fresh online learner (predict, then learn) and report "
+            "its prequential code length: bits per byte, total bits, throughput and memory. The defaults are "
+            "the same for every input."
+        ),
+    )
+    p.add_argument("files", nargs="+", metavar="FILE")
+    defaults = OnlineConfig()
+    for field in dataclasses.fields(OnlineConfig):
+        if field.name in ("alphabet_cap",):
+            continue
+        flag = "--" + field.name.replace("_", "-")
+        value = getattr(defaults, field.name)
+        kind = float if field.name == "transition_rate" else type(value)
+        p.add_argument(flag, type=kind, default=value, help=f"(default {value})")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(run=_eval)
+
+
+def _config(args) -> OnlineConfig:
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(OnlineConfig) if hasattr(args, f.name)}
+    return OnlineConfig(alphabet_cap=256, **values)
+
+
+def evaluate_file(path: Path, config: OnlineConfig, progress=None) -> dict:
+    data = path.read_bytes()
+    if not data:
+        raise ValueError(f"{path}: file is empty")
+    learner = OnlineLearner(config)
+    total_bits = 0.0
+    cpu = 0.0
+    for start in range(0, len(data), CHUNK):
+        chunk = data[start:start + CHUNK]
+        t0 = time.process_time()
+        bits = learner.learn(chunk)
+        cpu += time.process_time() - t0
+        total_bits += float(bits.sum())
+        if progress is not None:
+            progress(path, start + len(chunk), len(data), total_bits)
+    state_bytes = sum(np.asarray(arr).nbytes for arr in learner.state)
+    return {
+        "file": str(path),
+        "bytes": len(data),
+        "bits": total_bits,
+        "bits_per_byte": total_bits / len(data),
+        "cpu_seconds": cpu,
+        "bytes_per_second": len(data) / cpu if cpu > 0 else float("inf"),
+        "learner_state_bytes": state_bytes,
+        "stats": learner.stats,
+    }
+
+
+def _progress(path, done, total, bits):
+    sys.stderr.write(f"\r  {path.name}: {100 * done / total:5.1f}%  {bits / done:.4f} bits/byte")
+    if done == total:
+        sys.stderr.write("\r" + " " * 70 + "\r")
+    sys.stderr.flush()
+
+
+def _eval(args) -> int:
+    config = _config(args)
+    paths = [Path(f) for f in args.files]
+    for p in paths:
+        if not p.is_file():
+            raise ValueError(f"{p}: no such file")
+    show = _progress if (sys.stderr.isatty() and not args.json) else None
+    results = [evaluate_file(p, config, show) for p in paths]
+    total_bytes = sum(r["bytes"] for r in results)
+    total_bits = sum(r["bits"] for r in results)
+    total_cpu = sum(r["cpu_seconds"] for r in results)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    overall = {
+        "bytes": total_bytes, "bits": total_bits, "bits_per_byte": total_bits / total_bytes,
+        "cpu_seconds": total_cpu, "bytes_per_second": total_bytes / total_cpu if total_cpu > 0 else float("inf"),
+        "peak_rss_bytes": peak,
+    }
+    if args.json:
+        json.dump({"config": dataclasses.asdict(config), "files": results, "overall": overall}, sys.stdout, indent=1)
+        print()
+        return 0
+    width = max(len(p.name) for p in paths)
+    print(f"{'file':{width}s} {'bytes':>10s} {'bits/byte':>9s} {'total bits':>12s} {'bytes/s':>9s} {'state':>9s}")
+    for p, r in zip(paths, results):
+        print(f"{p.name:{width}s} {r['bytes']:10d} {r['bits_per_byte']:9.4f} {r['bits']:12.0f} "
+              f"{r['bytes_per_second']:9.0f} {r['learner_state_bytes'] / 1e6:8.2f}M")
+    print(f"{'overall':{width}s} {total_bytes:10d} {overall['bits_per_byte']:9.4f} {total_bits:12.0f} "
+          f"{overall['bytes_per_second']:9.0f}   peak RSS {peak / 1e6:.0f} MB")
+    return 0
