@@ -37,6 +37,9 @@ H_LEAK, H_INPUT_SCALE, H_GW, H_LW, H_GT, H_LT, H_MAXRATE, H_GROW, H_SHRINK = ran
 F_WINDOW, F_ACT, F_MODULUS, F_QD, F_CAP, F_SEED = range(6)
 
 ALPHA = 0.5
+# once every symbol of the alphabet has been seen, the escape can no longer occur: its bias is set
+# so low that exp() of it is exactly 0 (and its square still finite), and its column stops learning
+RETIRED_ESCAPE_BIAS = -1.0e150
 LN2 = math.log(2.0)
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -112,20 +115,28 @@ def activate_symbol(st, hyper, flags, symbol):
 
 
 @kernel
-def writing_update(st, hyper, a_t, pi_t, target, width):
-    """Discounted quasi-diagonal Newton step on w for one symbol (eqs. 17-21 online)."""
+def writing_update(st, hyper, a_t, pi_t, target, first, width):
+    """Discounted quasi-diagonal Newton step on w for one symbol (eqs. 17-21 online).
+
+    The step minimises the discounted log-loss plus a Gaussian prior
+    (lambda / 2) |w|^2 that is renewed at the rate it is discounted: each
+    symbol adds gamma * lambda to the Hessian's diagonal and -gamma * lambda * w
+    to the gradient.  Without the prior's gradient a symbol that has always
+    followed a context would drive its weight to infinity (separable data),
+    and a later surprise would cost without bound.
+    """
     N1 = a_t.shape[0]
     g = hyper[H_GW]
     keep = 1.0 - g
     prior = g * hyper[H_LW]
     eta = st.reals[ETA_W]
-    for y in range(width):
+    for y in range(first, width):
         p = pi_t[y]
         c = p * (1.0 - p)
         err = (1.0 if y == target else 0.0) - p
         h00 = keep * st.hd[0, y] + prior + c
         st.hd[0, y] = h00
-        g0 = err
+        g0 = err - prior * st.w[0, y]
         bias = g0 / h00
         for i in range(1, N1):
             ai = a_t[i]
@@ -134,7 +145,7 @@ def writing_update(st, hyper, a_t, pi_t, target, width):
             st.h0[i, y] = h0i
             st.hd[i, y] = hii
             ratio = h0i / h00
-            step = (err * ai - g0 * ratio) / (hii - h0i * ratio)
+            step = (err * ai - prior * st.w[i, y] - g0 * ratio) / (hii - h0i * ratio)
             st.w[i, y] += eta * step
             bias -= ratio * step
         st.w[0, y] += eta * bias
@@ -151,10 +162,11 @@ def _sherman_morrison(P, u, work):
             acc += P[r, c] * u[c]
         work[r] = acc
         denom += u[r] * acc
-    for r in range(D):
-        zr = work[r] / denom
-        for c in range(D):
-            P[r, c] -= zr * work[c]
+    for r in range(D):  # one product per pair, mirrored: rounding cannot make P asymmetric
+        for c in range(r, D):
+            v = P[r, c] - work[r] * work[c] / denom
+            P[r, c] = v
+            P[c, r] = v
 
 
 @kernel
@@ -365,10 +377,14 @@ def learn_buffer(st, hyper, flags, symbols, bits):
             bits[t] = -math.log2(pi_t[0]) + math.log2(cap - st.counts[ACTIVE])
         else:
             bits[t] = -math.log2(pi_t[code])
-        writing_update(st, hyper, a_t, pi_t, target, width)
+        writing_update(st, hyper, a_t, pi_t, target, 1 if st.counts[ACTIVE] == cap else 0, width)
         if code == 0:
             code = activate_symbol(st, hyper, flags, symbol)
             width += 1
+            if st.counts[ACTIVE] == cap:
+                for i in range(N1):
+                    st.w[i, 0] = 0.0
+                st.w[0, 0] = RETIRED_ESCAPE_BIAS
         st.x[k] = code
         st.targets[k] = target
         st.counts[SYMBOLS] += 1

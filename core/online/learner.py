@@ -68,7 +68,10 @@ class OnlineLearner:
 
     # -- prediction -------------------------------------------------------------------------
     def predict_proba_one(self) -> dict[int, float]:
-        """Distribution of the next symbol over the symbols seen so far, and ``None`` for a new one."""
+        """Distribution of the next symbol over the symbols seen so far, and ``None`` for a new one.
+
+        Once every symbol of the alphabet has been seen, ``None`` has probability 0.
+        """
         width = predict_into(self.state, self._proba)
         out: dict = {int(self.state.symbol_of[c]): float(self._proba[c]) for c in range(1, width)}
         out[None] = float(self._proba[0])

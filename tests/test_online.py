@@ -1,0 +1,651 @@
+"""The lifelong online learner (``seqd.core.online``) against independent references.
+
+* the discounted metric blocks (Sherman-Morrison inverse and quasi-diagonal
+  entries) against dense discounted sums built here (seed 004 §1.3);
+* the block step against ``P g`` and the quasi-diagonal reduction of eqs. 34-35
+  (``tests/naive.py``);
+* the truncated-BPTT window gradient and metric contributions against the
+  batch kernels (``forward``, ``backward``, ``accumulate_transition``) run over
+  the same window (seed 000 §2, eqs. 22-28);
+* determinism, exact snapshots, constant memory, input validation, the open
+  alphabet's code lengths, and that learning happens.
+
+Problems are tiny (a few units, a few symbols, a few thousand steps).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import struct
+import zlib
+
+import numpy as np
+import pytest
+
+import naive
+from seqd.core.kernels.backward import RBPM, RUOP, backward
+from seqd.core.kernels.forward import allocate, evolve_into, forward
+from seqd.core.kernels.transition import accumulate_transition
+from seqd.core.online import OnlineConfig, OnlineLearner
+from seqd.core.online import state as online_state
+from seqd.core.online.kernels import (
+    F_ACT,
+    F_MODULUS,
+    H_LEAK,
+    activate_symbol,
+    block_step,
+    metric_contribution,
+    window_gradient,
+)
+from seqd.core.online.state import WINDOW_POS, new_state
+
+REL = 1e-10
+
+
+def close(actual, expected, rel=REL):
+    """Entrywise agreement relative to the scale of ``expected``."""
+    expected = np.asarray(expected, dtype=np.float64)
+    scale = max(1.0, float(np.max(np.abs(expected)))) if expected.size else 1.0
+    np.testing.assert_allclose(actual, expected, rtol=rel, atol=rel * scale)
+
+
+def rel_err(actual, expected):
+    return float(np.linalg.norm(actual - expected) / np.linalg.norm(expected))
+
+
+# -- 1. discounted metric blocks ------------------------------------------------------------
+
+D_SM, LAM_SM, GAMMA_SM, STEPS_SM = 4, 0.5, 1.0 / 64, 3000
+CHECKPOINTS = (1, 2, 5, 50, 300, 1000, 2000, STEPS_SM)
+
+
+def _contributions(seed, steps=STEPS_SM, D=D_SM):
+    """Random u and non-negative weights (a few exact zeros, a few large ones)."""
+    rng = np.random.default_rng(seed)
+    us = rng.standard_normal((steps, D))
+    weights = rng.exponential(size=steps)
+    weights[rng.random(steps) < 0.05] = 0.0
+    weights[rng.random(steps) < 0.02] *= 50.0
+    return us, weights
+
+
+def _dense_full_metric(us, weights, D, lam, gamma, upto):
+    """M_0 = lam I; contribution n: M <- (1-gamma) M + w u u^T + D gamma lam e_k e_k^T, k = n mod D."""
+    M = lam * np.eye(D)
+    for n in range(upto):
+        M = (1.0 - gamma) * M + weights[n] * np.outer(us[n], us[n])
+        M[n % D, n % D] += D * gamma * lam
+    return M
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sherman_morrison_inverse_matches_dense_inverse(seed):
+    D, lam, gamma = D_SM, LAM_SM, GAMMA_SM
+    us, weights = _contributions(seed)
+    P = np.eye(D) / lam
+    work = np.zeros(2 * D)
+    M = lam * np.eye(D)
+    errors = {}
+    for n in range(STEPS_SM):
+        metric_contribution(P, us[n].copy(), weights[n], gamma, lam, n, False, work)
+        M = (1.0 - gamma) * M + weights[n] * np.outer(us[n], us[n])
+        M[n % D, n % D] += D * gamma * lam
+        if n + 1 in CHECKPOINTS:
+            errors[n + 1] = rel_err(P, np.linalg.inv(M))
+    # the incremental dense M is the same as the one written out in _dense_full_metric
+    close(M, _dense_full_metric(us, weights, D, lam, gamma, STEPS_SM), rel=1e-12)
+    bad = {n: e for n, e in errors.items() if not e < 1e-8}
+    assert not bad, f"P drifts away from inv(M): relative error by contribution count {errors}"
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sherman_morrison_inverse_stays_exactly_symmetric(seed):
+    D, lam, gamma = D_SM, LAM_SM, GAMMA_SM
+    us, weights = _contributions(seed)
+    P = np.eye(D) / lam
+    work = np.zeros(2 * D)
+    first_bad = None
+    for n in range(STEPS_SM):
+        metric_contribution(P, us[n].copy(), weights[n], gamma, lam, n, False, work)
+        if first_bad is None and not np.array_equal(P, P.T):
+            first_bad = n
+    assert first_bad is None, (
+        f"P lost exact symmetry at contribution {first_bad}; after {STEPS_SM} contributions "
+        f"max |P - P^T| = {np.abs(P - P.T).max():.3g} (max |P| = {np.abs(P).max():.3g})")
+
+
+def test_sherman_morrison_single_contribution_is_exact():
+    """One contribution: the inverse of (1-gamma) lam I + w u u^T + D gamma lam e_0 e_0^T."""
+    D, lam, gamma = 3, 2.0, 0.25
+    u = np.array([0.3, -1.2, 0.7])
+    P = np.eye(D) / lam
+    metric_contribution(P, u.copy(), 1.7, gamma, lam, 0, False, np.zeros(2 * D))
+    M = (1 - gamma) * lam * np.eye(D) + 1.7 * np.outer(u, u)
+    M[0, 0] += D * gamma * lam
+    close(P, np.linalg.inv(M), rel=1e-13)
+    # `updates` picks the coordinate that receives the prior
+    P = np.eye(D) / lam
+    metric_contribution(P, u.copy(), 1.7, gamma, lam, 5, False, np.zeros(2 * D))
+    M = (1 - gamma) * lam * np.eye(D) + 1.7 * np.outer(u, u)
+    M[5 % D, 5 % D] += D * gamma * lam
+    close(P, np.linalg.inv(M), rel=1e-13)
+
+
+def _qd_entries(M):
+    """The entries a quasi-diagonal block stores: M00, M0k (k >= 1), Mkk (k >= 1)."""
+    return np.concatenate([M[0, :], np.diag(M)[1:]])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_quasi_diagonal_metric_matches_dense_discounted_sum(seed):
+    """Quasi-diagonal blocks hold M00, M0k, Mkk of M <- (1-gamma) M + w u u^T + gamma lam I."""
+    D, lam, gamma = D_SM, LAM_SM, GAMMA_SM
+    us, weights = _contributions(seed)
+    block = lam * np.eye(D)  # as activate_symbol initialises a quasi-diagonal block
+    work = np.zeros(2 * D)
+    M = lam * np.eye(D)
+    for n in range(STEPS_SM):
+        metric_contribution(block, us[n].copy(), weights[n], gamma, lam, n, True, work)
+        M = (1.0 - gamma) * M + weights[n] * np.outer(us[n], us[n]) + gamma * lam * np.eye(D)
+        if n + 1 in CHECKPOINTS:
+            close(_qd_entries(block), _qd_entries(M), rel=1e-12)
+    # the (k, 0) entries are not stored
+    assert np.all(block[1:, 0] == 0.0)
+    # off-diagonal (k, l), k, l >= 1, k != l, are never touched
+    off = ~naive.quasi_diagonal_mask(D)
+    assert np.all(block[off] == 0.0)
+
+
+
+def test_learner_full_metric_blocks_stay_symmetric_positive_definite():
+    """End to end: after thousands of contributions per block, the stored inverse metrics are still SPD."""
+    cfg = OnlineConfig(units=4, degree=2, alphabet_cap=2, window=4, metric_discount=1.0 / 64)
+    learner = OnlineLearner(cfg)
+    learner.learn(np.random.default_rng(0).integers(0, 2, size=8000))
+    assert learner.state.block_updates[1:3, 1:].min() > 3000
+    for code in (1, 2):
+        for j in range(1, cfg.units + 1):
+            P = learner.state.metric[code, j]
+            assert np.array_equal(P, P.T), f"block ({code}, {j}): max |P - P^T| = {np.abs(P - P.T).max():.3g}"
+            assert np.linalg.eigvalsh(P).min() > 0.0
+            # and bounded by the prior: M >= (D gamma lam) e_k e_k^T cycles keep P finite and moderate
+            assert np.abs(P).max() < 1e3, f"block ({code}, {j}): max |P| = {np.abs(P).max():.3g}"
+
+
+# -- 2. block step ---------------------------------------------------------------------------
+
+
+def _spd(rng, D):
+    X = rng.standard_normal((D + 3, D))
+    return X.T @ X + 0.1 * np.eye(D)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_block_step_full_is_P_g(seed):
+    rng = np.random.default_rng(seed)
+    D = 4
+    P = _spd(rng, D)
+    g = rng.standard_normal(D)
+    out = np.zeros(D)
+    block_step(P, g, False, out)
+    close(out, P @ g, rel=1e-13)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_block_step_quasi_diagonal_is_eqs_34_35(seed):
+    rng = np.random.default_rng(seed)
+    D = 4
+    M = _spd(rng, D)
+    g = rng.standard_normal(D)
+    out = np.zeros(D)
+    block_step(M.copy(), g, True, out)
+    close(out, naive.quasi_diagonal_inverse(g, M, 0.0), rel=1e-12)
+    # only M00, M0k, Mkk are read: the stored layout (upper row + diagonal) gives the same step
+    stored = np.where(np.triu(naive.quasi_diagonal_mask(D)), M, 0.0)
+    out2 = np.zeros(D)
+    block_step(stored, g, True, out2)
+    assert np.array_equal(out, out2)
+    # and agrees with the batch kernel's reduction (tests/naive.py's twin of it)
+    G = g[None, None, :].repeat(2, axis=1)
+    Mb = M[None, None].repeat(2, axis=1)
+    out_b, _ = naive.solve_quasi_diagonal(G, Mb, np.zeros((0, 2)), np.zeros((0, 2)), 0.0, True)
+    close(out, out_b[0, 1], rel=1e-12)
+
+
+# -- 3. window gradient == batch gradient ----------------------------------------------------
+
+K_WIN = 7
+SYMBOLS_WIN = (3, 0, 5, 1)  # activated in this order: internal codes 1..4
+
+
+def _act(v, activation):
+    return np.tanh(v) if activation == "tanh" else 1.0 / (1.0 + np.exp(-v))
+
+
+def _window_problem(seed, method, model="glnn", activation="tanh", escape=False):
+    """An OnlineState with a filled window of K+1 read codes, perturbed off its initial point."""
+    cfg = OnlineConfig(units=5, degree=3, alphabet_cap=6, window=K_WIN, method=method, model=model,
+                       activation=activation, metric_discount=1.0 / 8, metric_prior=0.5, seed=seed)
+    st = new_state(cfg)
+    hyper, flags = cfg.hyper(), cfg.flags()
+    codes = [activate_symbol(st, hyper, flags, s) for s in SYMBOLS_WIN]
+    assert codes == list(range(1, len(SYMBOLS_WIN) + 1))
+    width = len(codes) + 1
+    N1, D = st.inputs.shape
+    rng = np.random.default_rng(100 + seed)
+    st.w[:, :width] += 0.3 * rng.standard_normal((N1, width))
+    st.tau[1:width, 1:, :] += 0.3 * rng.standard_normal((width - 1, N1 - 1, D))
+    K = K_WIN
+    x = rng.integers(1, width, size=K + 1)
+    x[:3] = [1, 2, 1]  # some code read twice, so a block gets several contributions
+    targets = x.copy()
+    if escape:  # output 4 scores a first occurrence on the escape code while its transition reads the symbol
+        targets[4] = 0
+    st.x[:] = x
+    st.targets[:] = targets
+    st.V[0, 1:] = 0.7 * rng.standard_normal(N1 - 1)
+    st.V[0, 0] = 0.0
+    st.a[0] = _act(st.V[0], activation)
+    st.a[0, 0] = 1.0
+    empty = np.zeros((0, 0))
+    for k in range(K + 1):
+        evolve_into(st.V[k], st.a[k], st.x[k], st.tau, empty, st.inputs, hyper[H_LEAK], True, flags[F_ACT],
+                    st.V[k + 1], st.a[k + 1])
+    return cfg, st, hyper, flags, width
+
+
+def _batch_window(cfg, st, hyper, flags, width):
+    """forward / backward / accumulate_transition over the K+1 transitions of the window."""
+    K = cfg.window
+    N1, D = st.inputs.shape
+    x = st.x.copy()
+    targets = st.targets.copy()
+    w = np.ascontiguousarray(st.w[:, :width])
+    V, a, pi = allocate(K + 1, N1 - 1, width)
+    forward(x, np.ones(K + 1), w, st.tau, np.zeros((1, N1)), st.V[0].copy(), st.inputs, hyper[H_LEAK], True,
+            flags[F_ACT], V, a, pi)
+    chi = np.ones(K + 1)
+    chi[0] = 0.0  # output 0 comes before the window's transitions
+    B = np.zeros((K + 2, N1))
+    m = np.zeros((K + 2, N1))
+    backward(x, targets, chi, w, st.tau, a, pi, st.inputs, hyper[H_LEAK], True, flags[F_ACT], flags[F_MODULUS],
+             B, m, np.zeros((3, N1)))
+    S = st.tau.shape[0]
+    G = np.zeros((S, N1, D))
+    M = np.zeros((S, N1, D, D))
+    accumulate_transition(x, a, B, m, st.inputs, True, False, G, np.zeros((0, N1)), M, np.zeros((0, N1)))
+    loglik = sum(math.log(pi[k, targets[k]]) for k in range(1, K + 1))
+    return V, a, pi, B, m, G, loglik
+
+
+WINDOW_CASES = [
+    ("glnn", "tanh"),
+    ("glnn", "logistic"),
+    ("gnn", "tanh"),
+]
+
+
+@pytest.mark.parametrize("model,activation", WINDOW_CASES)
+@pytest.mark.parametrize("method", ["rbpm", "ruop", "qdrbpm"])
+@pytest.mark.parametrize("escape", [False, True], ids=["plain", "escape-target"])
+def test_window_gradient_equals_batch_gradient(model, activation, method, escape):
+    cfg, st, hyper, flags, width = _window_problem(1, method, model, activation, escape)
+    V, a, pi, B, m, G, loglik = _batch_window(cfg, st, hyper, flags, width)
+    K = cfg.window
+    close(st.V, V)  # the window's states are the batch forward pass's
+    close(st.a, a)
+    assert np.all(st.G == 0.0)
+    before, n_touched = window_gradient(st, hyper, flags, width)
+    assert before == pytest.approx(loglik, rel=REL)
+    close(st.pi[1:K + 1, :width], pi[1:K + 1])
+    close(st.B[1:K + 2], B[1:K + 2])
+    close(st.m[1:K + 2], m[1:K + 2])
+    assert np.all(B[K + 1] == 0.0)
+    close(st.G, G)
+    assert np.any(G != 0.0)
+    # transition K (reading x[K]) sees B^{K+1} = 0: it contributes nothing in batch either
+    G_last = np.zeros_like(G)
+    N1 = st.inputs.shape[0]
+    accumulate_transition(st.x[K:K + 1].copy(), a[K:K + 2].copy(), B[K:K + 2].copy(), m[K:K + 2].copy(), st.inputs,
+                          True, False, G_last, np.zeros((0, N1)), np.zeros_like(st.metric), np.zeros((0, N1)))
+    assert np.all(G_last == 0.0)
+    # distinct codes read by transitions 0..K-1, in order of first appearance
+    expected_touched = list(dict.fromkeys(int(c) for c in st.x[:K]))
+    assert n_touched == len(expected_touched)
+    assert list(st.touched[:n_touched]) == expected_touched
+    # every read block counted its contributions
+    for c in range(width):
+        assert np.all(st.block_updates[c, 1:] == np.count_nonzero(st.x[:K] == c))
+
+
+def _dense_window_metric(cfg, st_x, a, m, inputs, code, j, quasi_diagonal):
+    """The discounted metric of block (code, j) after the window's contributions, from the prior."""
+    D = inputs.shape[1]
+    lam, gamma = cfg.metric_prior, cfg.metric_discount
+    M = lam * np.eye(D)
+    n = 0
+    for k in range(cfg.window):
+        if st_x[k] != code:
+            continue
+        u = a[k, inputs[j]]
+        M = (1.0 - gamma) * M + m[k + 1, j] * np.outer(u, u)
+        if quasi_diagonal:
+            M += gamma * lam * np.eye(D)
+        else:
+            M[n % D, n % D] += D * gamma * lam
+        n += 1
+    return M, n
+
+
+@pytest.mark.parametrize("method", ["qdrbpm", "qdruop", "rbpm", "ruop"])
+@pytest.mark.parametrize("escape", [False, True], ids=["plain", "escape-target"])
+def test_window_metric_contributions_match_dense_discounted_sums(method, escape):
+    cfg, st, hyper, flags, width = _window_problem(2, method, escape=escape)
+    assert cfg.modulus == (RUOP if method.endswith("ruop") else RBPM)
+    _, a, _, _, m, _, _ = _batch_window(cfg, st, hyper, flags, width)
+    window_gradient(st, hyper, flags, width)
+    N1 = st.inputs.shape[0]
+    contributed = 0
+    for code in range(1, width):
+        for j in range(1, N1):
+            M, n = _dense_window_metric(cfg, st.x, a, m, st.inputs, code, j, cfg.quasi_diagonal)
+            block = st.metric[code, j]
+            if cfg.quasi_diagonal:
+                close(_qd_entries(block), _qd_entries(M), rel=1e-12)
+            else:
+                close(block, np.linalg.inv(M), rel=1e-10)
+            contributed += n
+    assert contributed == cfg.window * (N1 - 1)
+    # the moduli are not trivially zero (else the comparison would only test the prior)
+    assert np.max(m[1:cfg.window + 1]) > 1e-3
+
+
+# -- 4. determinism and snapshots ------------------------------------------------------------
+
+STREAM_CONFIGS = [
+    dict(),
+    dict(method="qdrbpm"),
+    dict(method="ruop"),
+    dict(activation="logistic"),
+    dict(model="gnn"),
+]
+STREAM_IDS = ["rbpm", "qdrbpm", "ruop", "logistic", "gnn"]
+SMALL = dict(units=8, degree=3, alphabet_cap=32, window=5)
+
+
+def _stream(n=3000, values=20, seed=7):
+    return np.random.default_rng(seed).integers(0, values, size=n).astype(np.uint8)
+
+
+@pytest.mark.parametrize("extra", STREAM_CONFIGS, ids=STREAM_IDS)
+def test_learning_is_deterministic(extra):
+    cfg = OnlineConfig(**SMALL, **extra)
+    x = _stream()
+    one, two, chunked = OnlineLearner(cfg), OnlineLearner(cfg), OnlineLearner(cfg)
+    bits1 = one.learn(x)
+    bits2 = two.learn(bytes(x))  # bytes input takes the same path
+    cuts = [0, 1, 2, 7, 100, 1013, 2500, len(x)]
+    bits3 = np.concatenate([chunked.learn(x[i:j]) for i, j in itertools.pairwise(cuts)])
+    assert np.all(np.isfinite(bits1))
+    assert np.array_equal(bits1, bits2)
+    assert np.array_equal(bits1, bits3)
+    assert one.to_bytes() == two.to_bytes() == chunked.to_bytes()
+    assert one.stats["windows"] > 0
+
+
+@pytest.mark.parametrize("extra", STREAM_CONFIGS, ids=STREAM_IDS)
+def test_snapshot_continues_bit_for_bit(extra):
+    cfg = OnlineConfig(**SMALL, **extra)
+    K = cfg.window
+    x = _stream()
+    reference = OnlineLearner(cfg)
+    bits_ref = reference.learn(x)
+    final_ref = reference.to_bytes()
+    positions_seen = set()
+    for p in (1, K, K + 1, 3 * K, 3 * K + 1, 1001, 1777, len(x) - 1):
+        learner = OnlineLearner(cfg)
+        head = learner.learn(x[:p])
+        positions_seen.add(int(learner.state.counts[WINDOW_POS]))
+        data = learner.to_bytes()
+        restored = OnlineLearner.from_bytes(data)
+        assert restored.config == cfg
+        assert restored.to_bytes() == data
+        tail = restored.learn(x[p:])
+        assert np.array_equal(np.concatenate([head, tail]), bits_ref), f"snapshot at {p}"
+        assert restored.to_bytes() == final_ref, f"snapshot at {p}"
+        # the snapshot did not disturb the learner it was taken from
+        assert np.array_equal(learner.learn(x[p:]), tail)
+    # snapshots were taken with a window due on the next symbol and just after a window update
+    assert K in positions_seen and 1 in positions_seen
+
+
+# -- 5. constant memory ----------------------------------------------------------------------
+
+
+def test_snapshot_size_does_not_grow_with_the_stream():
+    cfg = OnlineConfig(units=8, degree=3, alphabet_cap=16, window=6)
+    rng = np.random.default_rng(3)
+    x = np.concatenate([np.arange(16), rng.integers(0, 16, size=4984)])
+    learner = OnlineLearner(cfg)
+    learner.learn(x[:100])
+    size_100 = len(learner.to_bytes())
+    nbytes_100 = sum(arr.nbytes for arr in learner.state)
+    learner.learn(x[100:])
+    assert learner.stats["symbols"] == 5000
+    assert len(learner.to_bytes()) == size_100
+    assert sum(arr.nbytes for arr in learner.state) == nbytes_100
+
+
+# -- 6. bad input ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("symbols,message", [
+    ([0, 1, 16], r"symbol 16 is outside the alphabet \[0, 16\)"),
+    (np.array([3, -1, 2]), r"symbol -1 is outside the alphabet"),
+    (np.array([0.0, 1.0]), r"must be integers"),
+    (np.array([[0, 1], [1, 0]]), r"one-dimensional"),
+    ([], r"empty input"),
+    (np.array([], dtype=np.int64), r"empty input"),
+    (b"", r"empty input"),
+    (np.array([True, False]), r"must be integers"),
+])
+def test_bad_symbols_are_rejected(symbols, message):
+    learner = OnlineLearner(OnlineConfig(units=4, alphabet_cap=16, window=3))
+    before = learner.to_bytes()
+    with pytest.raises(ValueError, match=message):
+        learner.learn(symbols)
+    assert learner.to_bytes() == before  # nothing was learned
+
+
+def test_learn_one_rejects_bad_symbols():
+    learner = OnlineLearner(OnlineConfig(units=4, alphabet_cap=16, window=3))
+    with pytest.raises(ValueError, match="outside the alphabet"):
+        learner.learn_one(16)
+    with pytest.raises(ValueError, match="integers"):
+        learner.learn_one(1.5)
+
+
+def _trained_snapshot():
+    learner = OnlineLearner(OnlineConfig(units=4, degree=2, alphabet_cap=8, window=3))
+    learner.learn(np.arange(8).repeat(3))
+    return learner
+
+
+def _with_crc(payload: bytes) -> bytes:
+    return payload + struct.pack("<I", zlib.crc32(payload))
+
+
+def test_from_bytes_rejects_damaged_snapshots():
+    learner = _trained_snapshot()
+    data = learner.to_bytes()
+    OnlineLearner.from_bytes(data)  # the intact snapshot loads
+    with pytest.raises(ValueError, match="truncated"):
+        OnlineLearner.from_bytes(data[:10])
+    with pytest.raises(ValueError, match="truncated"):
+        OnlineLearner.from_bytes(b"")
+    # cut short inside the arrays, with a valid checksum over what is left
+    with pytest.raises(ValueError, match="truncated"):
+        OnlineLearner.from_bytes(_with_crc(data[:-4][:-100]))
+    # cut short, checksum not rebuilt
+    with pytest.raises(ValueError, match="truncated|checksum"):
+        OnlineLearner.from_bytes(data[:-100])
+    with pytest.raises(ValueError, match="wrong magic"):
+        OnlineLearner.from_bytes(b"NOTSEQD!" + data[8:])
+    flipped = bytearray(data)
+    flipped[len(data) // 2] ^= 0x40
+    with pytest.raises(ValueError, match="checksum"):
+        OnlineLearner.from_bytes(bytes(flipped))
+    last = bytearray(data)
+    last[-1] ^= 0x01
+    with pytest.raises(ValueError, match="checksum"):
+        OnlineLearner.from_bytes(bytes(last))
+    # a newer format version
+    newer = bytearray(data[:-4])
+    struct.pack_into("<I", newer, 8, online_state.FORMAT_VERSION + 1)
+    with pytest.raises(ValueError, match="newer"):
+        OnlineLearner.from_bytes(_with_crc(bytes(newer)))
+
+
+@pytest.mark.parametrize("name", ["w", "tau", "metric", "V", "reals"])
+def test_from_bytes_rejects_non_finite_values(name):
+    learner = _trained_snapshot()
+    arr = getattr(learner.state, name)
+    arr.reshape(-1)[arr.size // 2] = np.nan if name != "reals" else np.inf
+    data = online_state.to_bytes(learner.config, learner.state)  # a valid checksum over the NaN
+    with pytest.raises(ValueError, match=f"non-finite value in '{name}'"):
+        OnlineLearner.from_bytes(data)
+
+
+def test_from_bytes_rejects_wrong_shapes():
+    learner = _trained_snapshot()
+    st = learner.state._replace(w=np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="'w' has shape"):
+        OnlineLearner.from_bytes(online_state.to_bytes(learner.config, st))
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(model="rnn"), "glnn"),
+    (dict(model="lstm"), "glnn"),
+    (dict(method="sgd"), "method"),
+    (dict(method="qdh"), "method"),
+    (dict(metric_discount=0.0), "metric_discount"),
+    (dict(metric_discount=1.0), "metric_discount"),
+    (dict(metric_discount=-0.1), "metric_discount"),
+    (dict(metric_discount=1.5), "metric_discount"),
+    (dict(writing_discount=0.0), "writing_discount"),
+    (dict(writing_discount=1.0), "writing_discount"),
+    (dict(activation="relu"), "activation"),
+    (dict(window=0), "window"),
+    (dict(alphabet_cap=0), "alphabet_cap"),
+    (dict(units=4, degree=5), "degree"),
+    (dict(metric_prior=0.0), "metric_prior"),
+])
+def test_config_rejects_bad_settings(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        OnlineConfig(**kwargs)
+
+
+# -- 7. open alphabet ------------------------------------------------------------------------
+
+
+def test_first_symbol_costs_log2_cap():
+    for cap in (2, 7, 256):
+        learner = OnlineLearner(OnlineConfig(units=4, alphabet_cap=cap, window=3))
+        assert learner.predict_one() is None
+        assert learner.predict_proba_one() == {None: 1.0}
+        close(learner.predict_proba(), np.full(cap, 1.0 / cap), rel=1e-15)
+        bits = learner.learn([cap - 1])
+        assert bits[0] == math.log2(cap)
+
+
+@pytest.mark.parametrize("method", ["rbpm", "qdruop"])
+def test_open_alphabet_code_lengths_and_predictions(method):
+    cap = 10
+    cfg = OnlineConfig(units=6, degree=3, alphabet_cap=cap, window=4, method=method)
+    learner = OnlineLearner(cfg)
+    rng = np.random.default_rng(5)
+    # a few symbols first, new ones trickling in, then every symbol, then more learning
+    x = list(rng.integers(0, 3, size=40)) + [7] + list(rng.integers(0, 4, size=30)) + list(range(cap)) \
+        + list(rng.integers(0, cap, size=300))
+    seen: list[int] = []
+    for t, s in enumerate(int(v) for v in x):
+        dist = learner.predict_proba_one()
+        assert set(dist) == set(seen) | {None}
+        assert sum(dist.values()) == pytest.approx(1.0, abs=1e-12)
+        proba = learner.predict_proba()
+        assert proba.shape == (cap,)
+        assert np.all(proba >= 0.0)
+        if len(seen) < cap:
+            assert proba.sum() == pytest.approx(1.0, abs=1e-12)
+            unseen = np.setdiff1d(np.arange(cap), seen)
+            close(proba[unseen], np.full(len(unseen), dist[None] / (cap - len(seen))), rel=1e-12)
+        for y in seen:
+            assert proba[y] == dist[y]
+        bits = learner.learn([s])[0]
+        if s in seen:
+            expected = -math.log2(dist[s])
+        else:
+            expected = -math.log2(dist[None]) + math.log2(cap - len(seen))
+            seen.append(s)
+        assert bits == pytest.approx(expected, rel=1e-12, abs=1e-12), f"symbol {t}"
+        assert learner.stats["alphabet_size"] == len(seen)
+    assert len(seen) == cap
+    # learning continues once every symbol is known
+    more = learner.learn(rng.integers(0, cap, size=500))
+    assert np.all(np.isfinite(more)) and np.all(more > 0.0)
+    assert learner.stats["alphabet_size"] == cap
+    assert learner.stats["symbols"] == len(x) + 500
+
+
+def test_predict_proba_sums_to_one_when_alphabet_is_full():
+    """Once every symbol has been seen the escape is retired: no probability is wasted on it."""
+    cap = 4
+    learner = OnlineLearner(OnlineConfig(units=4, degree=2, alphabet_cap=cap, window=3))
+    learner.learn([0, 1, 2, 3, 0, 1])
+    dist = learner.predict_proba_one()
+    proba = learner.predict_proba()
+    assert dist[None] == 0.0
+    assert proba.sum() == pytest.approx(1.0, abs=1e-12)
+    bits = learner.learn([2, 3, 0, 1] * 50)
+    assert np.all(np.isfinite(bits)) and bits[-20:].mean() < bits[:8].mean()
+
+
+# -- 8. learning happens ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["rbpm", "qdrbpm"])
+def test_periodic_sequence_is_learned(method):
+    learner = OnlineLearner(OnlineConfig(units=8, degree=3, alphabet_cap=16, window=8, method=method))
+    bits = learner.learn(np.array([0, 1, 2, 3] * 300))
+    assert bits[-200:].mean() < 0.1, (bits[:200].mean(), bits[-200:].mean())
+    assert learner.predict_one() == 0
+
+
+# -- 9. a window longer than the stream ------------------------------------------------------
+
+
+def test_no_window_update_before_the_first_window_is_full():
+    cfg = OnlineConfig(units=6, degree=3, alphabet_cap=8, window=1000)
+    x = np.random.default_rng(9).integers(0, 8, size=600)
+    learner = OnlineLearner(cfg)
+    initial = new_state(cfg)
+    bits = learner.learn(x)
+    st = learner.state
+    assert learner.stats["windows"] == 0 and learner.stats["rejected_windows"] == 0
+    # transition weights, metrics and their counters are exactly as activation left them
+    fresh = new_state(cfg)
+    hyper, flags = cfg.hyper(), cfg.flags()
+    for s in dict.fromkeys(int(v) for v in x):
+        activate_symbol(fresh, hyper, flags, s)
+    assert np.array_equal(st.tau, fresh.tau)
+    assert np.array_equal(st.metric, fresh.metric)
+    assert np.all(st.block_updates == 0)
+    assert np.all(st.G == 0.0)
+    assert st.reals[0] == initial.reals[0]  # eta_tau untouched
+    # the writing weights did learn
+    assert not np.array_equal(st.w, fresh.w)
+    assert np.all(np.isfinite(bits))
+    # the window buffer holds the whole stream so far
+    assert st.counts[WINDOW_POS] == len(x)
+    assert np.array_equal(st.symbol_of[st.x[:len(x)]], x)
