@@ -130,25 +130,41 @@ def writing_update(st, hyper, a_t, pi_t, target, first, width):
     keep = 1.0 - g
     prior = g * hyper[H_LW]
     eta = st.reals[ETA_W]
+    # per-symbol quantities first (unit 0), then unit by unit with the symbol loop innermost,
+    # which walks w, h0 and hd along their contiguous rows
+    curv = st.scratch[0]
+    err = st.scratch[1]
+    h00 = st.scratch[2]
+    bias = st.scratch[3]
+    g0 = st.scratch[4]
     for y in range(first, width):
         p = pi_t[y]
         c = p * (1.0 - p)
-        err = (1.0 if y == target else 0.0) - p
-        h00 = keep * st.hd[0, y] + prior + c
-        st.hd[0, y] = h00
-        g0 = err - prior * st.w[0, y]
-        bias = g0 / h00
-        for i in range(1, N1):
-            ai = a_t[i]
-            h0i = keep * st.h0[i, y] + c * ai
-            hii = keep * st.hd[i, y] + prior + c * ai * ai
-            st.h0[i, y] = h0i
-            st.hd[i, y] = hii
-            ratio = h0i / h00
-            step = (err * ai - prior * st.w[i, y] - g0 * ratio) / (hii - h0i * ratio)
-            st.w[i, y] += eta * step
-            bias -= ratio * step
-        st.w[0, y] += eta * bias
+        e = (1.0 if y == target else 0.0) - p
+        h = keep * st.hd[0, y] + prior + c
+        st.hd[0, y] = h
+        curv[y] = c
+        err[y] = e
+        h00[y] = h
+        g0[y] = e - prior * st.w[0, y]
+        bias[y] = g0[y] / h
+    for i in range(1, N1):
+        ai = a_t[i]
+        w_i = st.w[i]
+        h0_i = st.h0[i]
+        hd_i = st.hd[i]
+        for y in range(first, width):
+            c = curv[y]
+            h0i = keep * h0_i[y] + c * ai
+            hii = keep * hd_i[y] + prior + c * ai * ai
+            h0_i[y] = h0i
+            hd_i[y] = hii
+            ratio = h0i / h00[y]
+            step = (err[y] * ai - prior * w_i[y] - g0[y] * ratio) / (hii - h0i * ratio)
+            w_i[y] += eta * step
+            bias[y] -= ratio * step
+    for y in range(first, width):
+        st.w[0, y] += eta * bias[y]
 
 
 @kernel

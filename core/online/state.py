@@ -141,7 +141,7 @@ class OnlineState(NamedTuple):
     m: np.ndarray  # (K+2, N+1) backpropagated moduli (work)
     G: np.ndarray  # (A+1, N+1, D) window gradient (work, zero between windows)
     step: np.ndarray  # (A+1, N+1, D) work: the window's step on touched blocks
-    scratch: np.ndarray  # (4, max(N+1, A+1, K+1, 2D)) work
+    scratch: np.ndarray  # (5, max(N+1, A+1, K+1, 2D)) work
     touched: np.ndarray  # (K+1,) int64 work: distinct codes read in the window
     trial_V: np.ndarray  # (K+2, N+1) work: the window replayed with trial weights
     trial_a: np.ndarray  # (K+2, N+1)
@@ -173,7 +173,7 @@ def new_state(config: OnlineConfig) -> OnlineState:
         m=np.zeros((K + 2, N + 1)),
         G=np.zeros((A + 1, N + 1, D)),
         step=np.zeros((A + 1, N + 1, D)),
-        scratch=np.zeros((4, max(N + 1, A + 1, K + 1, 2 * D))),
+        scratch=np.zeros((5, max(N + 1, A + 1, K + 1, 2 * D))),
         touched=np.zeros(K + 1, dtype=np.int64),
         trial_V=np.zeros((K + 2, N + 1)),
         trial_a=np.zeros((K + 2, N + 1)),
