@@ -1,0 +1,15 @@
+"""The runnable examples in docstrings stay true."""
+
+import doctest
+
+import pytest
+
+import seqd.core.online.learner
+
+MODULES = [seqd.core.online.learner]
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
+def test_docstring_examples(module):
+    failures, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert tried > 0 and failures == 0
