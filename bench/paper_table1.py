@@ -130,11 +130,12 @@ def main() -> int:
     p.add_argument("--xor-steps", type=int, default=600)
     p.add_argument("--xor-method", default="rbpm")
     p.add_argument("--save", help="also write the raw JSON results here")
+    p.add_argument("--section", help="name of the docs/benchmarks.md section to write (default from the mode)")
     p.add_argument("--no-write", action="store_true", help="print the table without touching docs/benchmarks.md")
     args = p.parse_args()
     command = "python bench/paper_table1.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     body = xor(args) if args.xor else table1(args)
-    section = "paper_xor" if args.xor else ("paper_table1" if args.budget_scale == 1.0 else "paper_table1_quick")
+    section = args.section or ("paper_xor" if args.xor else ("paper_table1" if args.budget_scale == 1.0 else "paper_table1_quick"))
     text = f"Command: `{command.strip()}`  \nMachine: {machine()}\n\n{body}\n"
     print(text)
     if not args.no_write:
