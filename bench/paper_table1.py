@@ -41,20 +41,20 @@ DEFAULT_RUNS = {
 }
 
 
-def parse_run(text: str) -> tuple[str, str, str, int, int]:
-    """TASK:MODEL:METHOD:UNITS:DEGREE"""
-    task, model, method, units, degree = text.split(":")
-    return task, model, method, int(units), int(degree)
+def parse_run(text: str) -> tuple[str, str, str, int, int, int | None]:
+    """TASK:MODEL:METHOD:UNITS:DEGREE[:SEED]"""
+    task, model, method, units, degree, *seed = text.split(":")
+    return task, model, method, int(units), int(degree), int(seed[0]) if seed else None
 
 
 def table1(args) -> str:
     runs = [parse_run(r) for r in args.run] if args.run else [
-        (task, *cfg) for task in args.tasks for cfg in DEFAULT_RUNS[task]
+        (task, *cfg, None) for task in args.tasks for cfg in DEFAULT_RUNS[task]
     ]
     jobs, labels = [], []
-    for task, model, method, units, degree in runs:
+    for task, model, method, units, degree, only_seed in runs:
         seconds = PAPER_BUDGET[task] * args.budget_scale
-        for seed in range(args.seeds):
+        for seed in range(args.seeds) if only_seed is None else [only_seed]:
             jobs.append(["train", "--task", task, "--model", model, "--method", method, "--units", str(units),
                          "--degree", str(degree), "--seconds", str(seconds), "--seed", str(seed), "--evaluations", str(args.evaluations)]
                         + (["--patience", str(args.patience)] if args.patience else []))
@@ -72,14 +72,14 @@ def table1(args) -> str:
     if args.save:
         Path(args.save).write_text(json.dumps(results))
     lines = [
-        "| task | model / method | N | d | CPU budget | CPU used | steps | regret at the end (bits) "
+        "| task | model / method | N | d | seed | CPU budget | CPU used | steps | regret at the end (bits) "
         "| regret, early-stopped on an independent sequence (bits) | best checkpoint (bits) | paper (bits) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for (task, model, method, units, degree, seed, seconds), res in zip(labels, results):
         paper = PAPER.get((model, method), {}).get(task)
         lines.append(
-            f"| {task} | {model.upper()} {method} | {units} | {degree} | {seconds:.0f} s | {res['train_seconds']:.0f} s | "
+            f"| {task} | {model.upper()} {method} | {units} | {degree} | {seed} | {seconds:.0f} s | {res['train_seconds']:.0f} s | "
             f"{res['steps']} | {res['validation_regret']:.1f} | {res['stopped_validation_regret']:.1f} | "
             f"{res['best_validation_regret']:.1f} | "
             f"{'' if paper is None else f'{paper:.1f}'} |"
@@ -117,7 +117,8 @@ def xor(args) -> str:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tasks", nargs="+", default=list(DEFAULT_RUNS), choices=list(DEFAULT_RUNS))
-    p.add_argument("--run", action="append", help="TASK:MODEL:METHOD:UNITS:DEGREE (repeatable; replaces the defaults)")
+    p.add_argument("--run", action="append",
+                   help="TASK:MODEL:METHOD:UNITS:DEGREE[:SEED] (repeatable; replaces the defaults)")
     p.add_argument("--budget-scale", type=float, default=1.0, help="fraction of the paper's CPU budget (default 1)")
     p.add_argument("--seeds", type=int, default=1)
     p.add_argument("--evaluations", type=int, default=60, help="log-spaced validation checkpoints per run (default 60)")
