@@ -107,8 +107,27 @@ def solve_blocks(G, M, damping, out, work):
 
 
 @kernel
+def quasi_diagonal_block(M, G, damping, out):
+    """One block's quasi-diagonal inverse, eqs. (34)-(35), with ``damping`` added to M_00 and M_kk.
+
+    Reads only M[0, 0], M[0, k] and M[k, k]: unit 0 is coupled to every
+    incoming unit, the incoming units are treated as mutually orthogonal.
+    """
+    D = G.shape[0]
+    m00 = M[0, 0] + damping
+    g0 = G[0]
+    bias = g0 / m00
+    for k in range(1, D):
+        m0k = M[0, k]
+        step = (G[k] - g0 * m0k / m00) / (M[k, k] + damping - m0k * m0k / m00)
+        out[k] = step
+        bias -= m0k / m00 * step
+    out[0] = bias
+
+
+@kernel
 def solve_quasi_diagonal(G, M, G_rho, M_rho, damping, out, out_rho):
-    """Quasi-diagonal reduction of the metric inverse, eqs. (34)-(35).
+    """Quasi-diagonal reduction of the metric inverse, eqs. (34)-(35), for every block.
 
     For each block, with the damped diagonal (M_00 + eps, M_kk + eps):
 
@@ -122,21 +141,15 @@ def solve_quasi_diagonal(G, M, G_rho, M_rho, damping, out, out_rho):
     A = G_rho.shape[0]
     for s in range(S):
         for j in range(1, N1):
-            m00 = M[s, j, 0, 0] + damping
-            g0 = G[s, j, 0]
-            bias = g0 / m00
-            for k in range(1, D):
-                m0k = M[s, j, 0, k]
-                step = (G[s, j, k] - g0 * m0k / m00) / (M[s, j, k, k] + damping - m0k * m0k / m00)
-                out[s, j, k] = step
-                bias -= m0k / m00 * step
+            quasi_diagonal_block(M[s, j], G[s, j], damping, out[s, j])
             if s == 0:
+                m00 = M[s, j, 0, 0] + damping
+                g0 = G[s, j, 0]
                 for y in range(A):
                     m0k = M_rho[y, j]
                     step = (G_rho[y, j] - g0 * m0k / m00) / (m0k + damping - m0k * m0k / m00)
                     out_rho[y, j] = step
-                    bias -= m0k / m00 * step
-            out[s, j, 0] = bias
+                    out[s, j, 0] -= m0k / m00 * step
     for s in range(S):
         for r in range(D):
             out[s, 0, r] = 0.0

@@ -30,6 +30,7 @@ import numpy as np
 from ..jit import kernel
 from ..kernels.backward import backward
 from ..kernels.forward import evolve_into, softmax_into
+from ..kernels.transition import quasi_diagonal_block
 from .state import ACTIVE, ETA_TAU, ETA_W, NONFINITE, REJECTED, SYMBOLS, WINDOW_GAIN, WINDOW_POS, WINDOWS
 
 # hyper (float) and flags (int) positions: see OnlineConfig.hyper / OnlineConfig.flags
@@ -225,16 +226,8 @@ def metric_contribution(block, u, weight, discount, prior, updates, quasi_diagon
 def block_step(block, grad, quasi_diagonal, out):
     """out = M^-1 grad for one block: P grad (full) or the quasi-diagonal inverse (eqs. 34-35)."""
     D = grad.shape[0]
-    if quasi_diagonal:
-        m00 = block[0, 0]
-        g0 = grad[0]
-        bias = g0 / m00
-        for k in range(1, D):
-            m0k = block[0, k]
-            step = (grad[k] - g0 * m0k / m00) / (block[k, k] - m0k * m0k / m00)
-            out[k] = step
-            bias -= m0k / m00 * step
-        out[0] = bias
+    if quasi_diagonal:  # the prior mass is already inside the block
+        quasi_diagonal_block(block, grad, 0.0, out)
         return
     for r in range(D):
         acc = 0.0
