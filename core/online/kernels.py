@@ -179,9 +179,26 @@ def _sherman_morrison(P, u, work):
             acc += P[r, c] * u[c]
         work[r] = acc
         denom += u[r] * acc
+    inv = 1.0 / denom
     for r in range(D):  # one product per pair, mirrored: rounding cannot make P asymmetric
+        zr = work[r] * inv
         for c in range(r, D):
-            v = P[r, c] - work[r] * work[c] / denom
+            v = P[r, c] - zr * work[c]
+            P[r, c] = v
+            P[c, r] = v
+
+
+@kernel
+def _sherman_morrison_coordinate(P, k, mass, work):
+    """P <- (P^-1 + mass e_k e_k^T)^-1 in place: the rank-one update along a coordinate axis."""
+    D = P.shape[0]
+    for r in range(D):
+        work[r] = P[r, k]
+    inv = mass / (1.0 + mass * work[k])
+    for r in range(D):
+        zr = work[r] * inv
+        for c in range(r, D):
+            v = P[r, c] - zr * work[c]
             P[r, c] = v
             P[c, r] = v
 
@@ -215,11 +232,7 @@ def metric_contribution(block, u, weight, discount, prior, updates, quasi_diagon
     for r in range(D):
         scaled[r] = u[r] * root
     _sherman_morrison(block, scaled, work[:D])
-    k = updates % D
-    for r in range(D):
-        scaled[r] = 0.0
-    scaled[k] = math.sqrt(D * discount * prior)
-    _sherman_morrison(block, scaled, work[:D])
+    _sherman_morrison_coordinate(block, updates % D, D * discount * prior, work[:D])
 
 
 @kernel
