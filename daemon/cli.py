@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import eval_command, train_command
@@ -28,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("seqd: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`seqd ... | head`): not an error of ours
+        sys.stdout = open(os.devnull, "w")
+        return 0
     except (ValueError, OSError) as exc:
         print(f"seqd {args.command}: error: {exc}", file=sys.stderr)
         return 1

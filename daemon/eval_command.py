@@ -86,6 +86,7 @@ def _eval(args) -> int:
         if not p.is_file():
             raise ValueError(f"{p}: no such file")
     show = _progress if (sys.stderr.isatty() and not args.json) else None
+    OnlineLearner(config).learn(b"warm up")  # compile (or load) the kernels outside the timings
     results = [evaluate_file(p, config, show) for p in paths]
     total_bytes = sum(r["bytes"] for r in results)
     total_bits = sum(r["bits"] for r in results)

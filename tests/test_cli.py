@@ -35,3 +35,31 @@ def test_train_errors_are_one_line(capsys):
     assert "qdrbpm" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["train", "--task", "nope"])
+
+
+def test_eval_reports_the_learners_code_length(tmp_path, capsys):
+    import numpy as np
+
+    from seqd.core.online import OnlineConfig, OnlineLearner
+
+    data = b"2025-06-24 14:36:25 status installed libc-bin:amd64\n" * 40
+    path = tmp_path / "app.log"
+    path.write_bytes(data)
+    assert main(["eval", str(path), "--units", "6", "--window", "8", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    expected = OnlineLearner(OnlineConfig(units=6, window=8, alphabet_cap=256)).learn(data)
+    (result,) = out["files"]
+    assert result["bytes"] == len(data)
+    assert result["bits"] == pytest.approx(float(np.sum(expected)), rel=1e-12)
+    assert out["config"]["units"] == 6 and out["overall"]["bits_per_byte"] < 8
+
+
+def test_eval_errors_are_one_line(tmp_path, capsys):
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    assert main(["eval", str(empty)]) == 1
+    assert "file is empty" in capsys.readouterr().err
+    assert main(["eval", str(tmp_path / "missing.log")]) == 1
+    assert "no such file" in capsys.readouterr().err
+    assert main(["eval", str(empty), "--metric-discount", "2"]) == 1
+    assert "metric_discount" in capsys.readouterr().err
