@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as exc:
         print(f"seqd {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    except MemoryError:
+        print(f"seqd {args.command}: error: not enough memory for these settings", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -28,13 +28,19 @@ def register(sub) -> None:
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     defaults = OnlineConfig()
+    choices = {"model": ("glnn", "gnn"), "method": ("rbpm", "ruop", "qdrbpm", "qdruop"), "activation": ("tanh", "logistic")}
+    notes = {"transition_rate": "initial eta_tau; default 1/units", "window": "truncated BPTT window K",
+             "input_scale": "multiplies the reading rates of eq. 32", "units": "recurrent units N",
+             "degree": "incoming units per unit, self-loop included"}
     for field in dataclasses.fields(OnlineConfig):
-        if field.name in ("alphabet_cap",):
+        if field.name == "alphabet_cap":  # files are byte streams: 256
             continue
         flag = "--" + field.name.replace("_", "-")
         value = getattr(defaults, field.name)
         kind = float if field.name == "transition_rate" else type(value)
-        p.add_argument(flag, type=kind, default=value, help=f"(default {value})")
+        note = notes.get(field.name, "")
+        p.add_argument(flag, type=kind, default=value, choices=choices.get(field.name),
+                       help=f"{note + '; ' if note else ''}default {value}")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(run=_eval)
 
@@ -83,6 +89,8 @@ def _eval(args) -> int:
     config = _config(args)
     paths = [Path(f) for f in args.files]
     for p in paths:
+        if p.is_dir():
+            raise ValueError(f"{p}: is a directory")
         if not p.is_file():
             raise ValueError(f"{p}: no such file")
     show = _progress if (sys.stderr.isatty() and not args.json) else None

@@ -47,6 +47,8 @@ def register(sub) -> None:
 def _experiment(args) -> Experiment:
     if args.seconds is None and args.steps is None:
         raise ValueError("give a budget: --seconds S and/or --steps K")
+    if args.patience is not None and args.patience < 1:
+        raise ValueError("--patience must be at least 1 checkpoint (leave it out to use the whole budget)")
     return Experiment(
         task=args.task, model=args.model, method=args.method, units=args.units, degree=args.degree,
         activation=args.activation, seed=args.seed, size=args.size, length=args.length,
@@ -55,7 +57,7 @@ def _experiment(args) -> Experiment:
 
 
 def _print_point(point: dict) -> None:
-    err = "" if point["error_rate"] is None else f"  error {100 * point['error_rate']:6.2f}%"
+    err = "" if point.get("xor_error_rate") is None else f"  error {100 * point['xor_error_rate']:6.2f}%"
     print(
         f"  {point['seconds']:8.1f} s  step {point['step']:6d}  train {point['train_bits_per_symbol']:.4f} bits/symbol"
         f"  validation regret {point['regret']:10.1f} bits{err}",

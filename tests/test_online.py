@@ -517,11 +517,60 @@ def test_from_bytes_rejects_non_finite_values(name):
         OnlineLearner.from_bytes(data)
 
 
-def test_from_bytes_rejects_wrong_shapes():
+@pytest.mark.parametrize("name", ["w", "hd", "G"])
+def test_from_bytes_rejects_wrong_shapes(name):
     learner = _trained_snapshot()
-    st = learner.state._replace(w=np.zeros((3, 3)))
-    with pytest.raises(ValueError, match="'w' has shape"):
+    st = learner.state._replace(**{name: np.zeros((3, 3))})
+    with pytest.raises(ValueError, match=f"'{name}' is float64"):
         OnlineLearner.from_bytes(online_state.to_bytes(learner.config, st))
+
+
+@pytest.mark.parametrize("corrupt", ["window_pos", "active", "code", "target", "graph"])
+def test_from_bytes_rejects_indices_out_of_range(corrupt):
+    """Indices the kernels trust without bounds checks are validated on restore."""
+    learner = _trained_snapshot()
+    st = online_state.OnlineState(*(np.array(a, copy=True) for a in learner.state))
+    if corrupt == "window_pos":
+        st.counts[online_state.WINDOW_POS] = 10**6
+    elif corrupt == "active":
+        st.counts[online_state.ACTIVE] = learner.config.alphabet_cap + 1
+    elif corrupt == "code":
+        st.code_of[np.flatnonzero(st.code_of)[0]] = 10**6
+    elif corrupt == "target":
+        st.targets[0] = 10**6
+    else:
+        st.inputs[1, 1] = 10**6
+    with pytest.raises(ValueError, match="inconsistent"):
+        OnlineLearner.from_bytes(online_state.to_bytes(learner.config, st))
+
+
+def test_filling_the_alphabet_mid_window_is_not_a_numerical_failure():
+    learner = OnlineLearner(OnlineConfig(units=6, alphabet_cap=4, window=8))
+    learner.learn([0, 1, 2, 3] * 50)
+    assert learner.stats["nonfinite_windows"] == 0
+    assert learner.predict_proba_one()[None] == 0.0
+
+
+def test_a_rejected_window_leaves_the_weights_exactly_as_they_were():
+    rng = np.random.default_rng(5)
+    learner = OnlineLearner(OnlineConfig(units=6, alphabet_cap=8, window=4, transition_rate=1.0))
+    x = rng.integers(0, 8, 4000)
+    rejected = 0
+    for t in range(len(x)):
+        before = learner.state.tau.copy()
+        stats = learner.stats
+        learner.learn(x[t:t + 1])
+        if learner.stats["rejected_windows"] > stats["rejected_windows"]:
+            rejected += 1
+            assert np.array_equal(learner.state.tau, before)
+    assert rejected > 0
+
+
+@pytest.mark.parametrize("bad", [dict(input_scale=float("inf")), dict(transition_rate=float("nan")),
+                                 dict(rate_shrink=0.0), dict(rate_growth=0.5), dict(transition_rate=5.0)])
+def test_config_rejects_settings_that_would_ruin_the_learner(bad):
+    with pytest.raises(ValueError):
+        OnlineConfig(**bad)
 
 
 @pytest.mark.parametrize("kwargs,message", [

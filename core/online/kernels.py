@@ -1,6 +1,6 @@
 """Numba kernels of the online learner: one call learns a whole buffer of symbols.
 
-Per symbol x_t (DESIGN §3.2):
+Per symbol x_t:
 
 1. predict pi_t from the current activities (eq. 6, over the active codes);
    the prequential code length is -log2 pi_t(x_t), plus log2(#unseen) for a
@@ -271,7 +271,8 @@ def window_gradient(st, hyper, flags, width):
     """Truncated BPTT over the full window; gradient into ``st.G`` and metric contributions per block.
 
     Returns (log-likelihood of outputs 1..K with the current w, number of
-    distinct codes read, listed in ``st.touched``).
+    distinct codes read, listed in ``st.touched``); the count is -1, and
+    nothing is stored, when the backward pass is not finite.
     """
     K = flags[F_WINDOW]
     N1, D = st.inputs.shape
@@ -291,6 +292,11 @@ def window_gradient(st, hyper, flags, width):
     backward(st.x[1:K + 1], st.targets[1:K + 1], chi[1:K + 1], st.w[:, :width], st.tau, st.a[1:K + 2],
              st.pi[1:K + 1, :width], st.inputs, leak, True, activation, flags[F_MODULUS], st.B[1:K + 2],
              st.m[1:K + 2], st.scratch[1:4, :N1])
+    # a non-finite backward pass must not reach the metric blocks, where it would stay for good
+    for k in range(1, K + 1):
+        for j in range(N1):
+            if not (math.isfinite(st.B[k, j]) and math.isfinite(st.m[k, j])):
+                return before, -1
     # distinct codes read in the window
     n_touched = 0
     for k in range(K):
@@ -328,6 +334,12 @@ def window_update(st, hyper, flags, width):
     activation = flags[F_ACT]
     qd = flags[F_QD] == 1
     before, n_touched = window_gradient(st, hyper, flags, width)
+    if n_touched < 0:  # non-finite backward pass: nothing was stored
+        st.counts[WINDOWS] += 1
+        st.counts[NONFINITE] += 1
+        st.counts[REJECTED] += 1
+        st.reals[ETA_TAU] = st.reals[ETA_TAU] * hyper[H_SHRINK]
+        return
     # the step on touched blocks
     finite = True
     for q in range(n_touched):
@@ -349,6 +361,7 @@ def window_update(st, hyper, flags, width):
         code = st.touched[q]
         for j in range(1, N1):
             for r in range(D):
+                st.saved_tau[code, j, r] = st.tau[code, j, r]
                 st.tau[code, j, r] += eta * st.step[code, j, r]
     # replay the window's transitions with the trial weights
     empty = st.tau[0, :0, 0:0]
@@ -370,11 +383,11 @@ def window_update(st, hyper, flags, width):
             st.counts[NONFINITE] += 1
         st.counts[REJECTED] += 1
         st.reals[ETA_TAU] = eta * hyper[H_SHRINK]
-        for q in range(n_touched):
+        for q in range(n_touched):  # undo exactly: restore the saved weights
             code = st.touched[q]
             for j in range(1, N1):
                 for r in range(D):
-                    st.tau[code, j, r] -= eta * st.step[code, j, r]
+                    st.tau[code, j, r] = st.saved_tau[code, j, r]
 
 
 @kernel
@@ -403,10 +416,7 @@ def learn_buffer(st, hyper, flags, symbols, bits):
         if code == 0:
             code = activate_symbol(st, hyper, flags, symbol)
             width += 1
-            if st.counts[ACTIVE] == cap:
-                for i in range(N1):
-                    st.w[i, 0] = 0.0
-                st.w[0, 0] = RETIRED_ESCAPE_BIAS
+
         st.x[k] = code
         st.targets[k] = target
         st.counts[SYMBOLS] += 1
@@ -420,6 +430,12 @@ def learn_buffer(st, hyper, flags, symbols, bits):
             st.x[0] = st.x[K]
             st.targets[0] = st.targets[K]
             k = 0
+            # retire the escape between windows, never inside one: a window that scored an
+            # output on the escape must still see its probability
+            if st.counts[ACTIVE] == cap and st.w[0, 0] != RETIRED_ESCAPE_BIAS:
+                for i in range(N1):
+                    st.w[i, 0] = 0.0
+                st.w[0, 0] = RETIRED_ESCAPE_BIAS
         evolve_into(st.V[k], st.a[k], code, st.tau, empty, st.inputs, leak, True, activation, st.V[k + 1], st.a[k + 1])
         st.counts[WINDOW_POS] = k + 1
 

@@ -73,8 +73,16 @@ class OnlineConfig:
             if not 0.0 < v < 1.0:
                 raise ValueError(f"{name} must be in (0, 1), got {v}")
         for name in ("writing_prior", "metric_prior", "writing_rate", "input_scale", "max_transition_rate"):
-            if not getattr(self, name) > 0.0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v > 0.0):
+                raise ValueError(f"{name} must be finite and > 0, got {v}")
+        if not 0.0 < self.rate_shrink < 1.0:
+            raise ValueError(f"rate_shrink must be in (0, 1), got {self.rate_shrink}")
+        if not (math.isfinite(self.rate_growth) and self.rate_growth >= 1.0):
+            raise ValueError(f"rate_growth must be finite and >= 1, got {self.rate_growth}")
+        if self.transition_rate is not None and not 0.0 < self.transition_rate <= self.max_transition_rate:
+            raise ValueError(f"transition_rate must be in (0, max_transition_rate={self.max_transition_rate}], "
+                             f"got {self.transition_rate}")
 
     @property
     def slots(self) -> int:
@@ -145,6 +153,7 @@ class OnlineState(NamedTuple):
     touched: np.ndarray  # (K+1,) int64 work: distinct codes read in the window
     trial_V: np.ndarray  # (K+2, N+1) work: the window replayed with trial weights
     trial_a: np.ndarray  # (K+2, N+1)
+    saved_tau: np.ndarray  # (A+1, N+1, D) work: touched blocks before a tried step, to undo it exactly
     reals: np.ndarray  # float64: ETA_TAU, ETA_W, WINDOW_GAIN
     counts: np.ndarray  # int64: SYMBOLS, ACTIVE, WINDOW_POS, WINDOWS, REJECTED, NONFINITE
 
@@ -177,6 +186,7 @@ def new_state(config: OnlineConfig) -> OnlineState:
         touched=np.zeros(K + 1, dtype=np.int64),
         trial_V=np.zeros((K + 2, N + 1)),
         trial_a=np.zeros((K + 2, N + 1)),
+        saved_tau=np.zeros((A + 1, N + 1, D)),
         reals=np.array([1.0 / N if config.transition_rate is None else config.transition_rate, config.writing_rate, 0.0]),
         counts=np.zeros(6, dtype=np.int64),
     )
@@ -243,23 +253,37 @@ def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
     if set(arrays) != set(OnlineState._fields):
         raise ValueError("learner snapshot does not hold the expected arrays")
     state = OnlineState(**{name: np.array(arrays[name]) for name in OnlineState._fields})
-    expected = new_state_shapes(config)
-    for name, shape in expected.items():
-        if getattr(state, name).shape != shape:
-            raise ValueError(f"learner snapshot array {name!r} has shape {getattr(state, name).shape}, expected {shape}")
+    reference = new_state(config)
+    for name in OnlineState._fields:
+        got, want = getattr(state, name), getattr(reference, name)
+        if got.shape != want.shape or got.dtype != want.dtype:
+            raise ValueError(f"learner snapshot array {name!r} is {got.dtype}{list(got.shape)}, "
+                             f"expected {want.dtype}{list(want.shape)}")
     for name in ("w", "tau", "h0", "hd", "metric", "V", "a", "reals"):
         if not np.all(np.isfinite(getattr(state, name))):
             raise ValueError(f"learner snapshot holds a non-finite value in {name!r}")
+    _check_indices(config, state)
     return config, state
 
 
-def new_state_shapes(config: OnlineConfig) -> dict[str, tuple[int, ...]]:
-    N, D, A, K = config.units, config.slots, config.alphabet_cap, config.window
-    return {
-        "inputs": (N + 1, D), "code_of": (A,), "w": (N + 1, A + 1), "tau": (A + 1, N + 1, D),
-        "metric": (A + 1, N + 1, D, D), "V": (K + 2, N + 1), "pi": (K + 1, A + 1), "x": (K + 1,), "reals": (3,),
-        "counts": (6,),
-    }
+def _check_indices(config: OnlineConfig, state: OnlineState) -> None:
+    """Indices the kernels use without bounds checks must be in range."""
+    n = int(state.counts[ACTIVE])
+    if not 0 <= n <= config.alphabet_cap:
+        raise ValueError(f"learner snapshot is inconsistent: {n} active symbols for an alphabet of {config.alphabet_cap}")
+    if not 0 <= int(state.counts[WINDOW_POS]) <= config.window:
+        raise ValueError("learner snapshot is inconsistent: window position out of range")
+    codes = state.code_of
+    seen = np.flatnonzero(codes)
+    if codes.min() < 0 or len(seen) != n or not np.array_equal(np.sort(codes[seen]), np.arange(1, n + 1)) \
+            or not np.array_equal(state.symbol_of[codes[seen]], seen):
+        raise ValueError("learner snapshot is inconsistent: symbol codes do not match")
+    for name in ("x", "targets", "touched"):
+        arr = getattr(state, name)
+        if arr.min() < 0 or arr.max() > n:
+            raise ValueError(f"learner snapshot is inconsistent: {name!r} holds codes out of range")
+    if state.inputs.min() < 0 or state.inputs.max() > config.units:
+        raise ValueError("learner snapshot is inconsistent: the graph names units out of range")
 
 
 def bits_for_new_symbol(alphabet_cap: int, active_before: int) -> float:

@@ -41,7 +41,7 @@ class TrainConfig:
     initial_rate: float | None = None  # None: eta_0 = 1/N
     rate_growth: float = 1.1
     rate_shrink: float = 0.5
-    max_retries: int = 60  # halvings before a step is given up (eta shrinks by 2^-60)
+    max_retries: int = 60  # retries before a step is given up (eta then shrinks by 2^-61)
     rms_decay: float = 0.9  # running mean of squared gradients for the "rms" method
 
 
@@ -197,12 +197,14 @@ class BatchTrainer:
     # -- the accept / reject rule -------------------------------------------
     def _try(self, directions: dict[str, np.ndarray], rate: float) -> tuple[float, int, bool]:
         cfg = self.config
+        if not all(np.all(np.isfinite(d)) for d in directions.values()):
+            return rate * cfg.rate_shrink, 0, False  # a non-finite direction: no rate can help
         for retry in range(cfg.max_retries + 1):
             trial = self.params.copy()
             for name, direction in directions.items():
                 arr = getattr(trial, name)
                 arr += rate * direction
-            loglik = self._forward(trial, self._trial) if all(np.all(np.isfinite(d)) for d in directions.values()) else -np.inf
+            loglik = self._forward(trial, self._trial)
             if np.isfinite(loglik) and loglik >= self.loglik:
                 self.params = trial
                 self.loglik = loglik

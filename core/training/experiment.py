@@ -103,6 +103,7 @@ def run(exp: Experiment, config: TrainConfig | None = None, progress=None) -> Ou
             "train_bits_per_symbol": -trainer.log2_likelihood / max(train.predict_mask.sum(), 1.0),
             "regret": ev.regret,
             "error_rate": ev.error_rate,
+            "xor_error_rate": ev.error_rate if exp.task == "xor" else None,
             "stopping_regret": stop.regret,
         }
         curve.append(point)
