@@ -183,7 +183,7 @@ def cost(args) -> str:
     learner = OnlineLearner(config)
     seg = 1 << 20
     lines += ["", f"One learner over a {len(stream) >> 20} MiB stream (the logs back to back, repeated): "
-              "cost and state size per MiB do not grow with the stream's length.", "",
+              "cost, code length and state size per MiB.", "",
               "| MiB of stream | bytes/s | bits/byte | rejected windows so far | learner state (bytes) |",
               "|---:|---:|---:|---:|---:|"]
     for k in range(0, len(stream), seg):
