@@ -179,13 +179,7 @@ def _sherman_morrison(P, u, work):
             acc += P[r, c] * u[c]
         work[r] = acc
         denom += u[r] * acc
-    inv = 1.0 / denom
-    for r in range(D):  # one product per pair, mirrored: rounding cannot make P asymmetric
-        zr = work[r] * inv
-        for c in range(r, D):
-            v = P[r, c] - zr * work[c]
-            P[r, c] = v
-            P[c, r] = v
+    _symmetric_downdate(P, work, 1.0 / denom)
 
 
 @kernel
@@ -194,11 +188,17 @@ def _sherman_morrison_coordinate(P, k, mass, work):
     D = P.shape[0]
     for r in range(D):
         work[r] = P[r, k]
-    inv = mass / (1.0 + mass * work[k])
+    _symmetric_downdate(P, work, mass / (1.0 + mass * work[k]))
+
+
+@kernel
+def _symmetric_downdate(P, z, scale):
+    """P <- P - scale z z^T, one product per pair, mirrored: rounding cannot make P asymmetric."""
+    D = P.shape[0]
     for r in range(D):
-        zr = work[r] * inv
+        zr = z[r] * scale
         for c in range(r, D):
-            v = P[r, c] - zr * work[c]
+            v = P[r, c] - zr * z[c]
             P[r, c] = v
             P[c, r] = v
 
