@@ -190,9 +190,8 @@ def cost(args) -> str:
         t0 = time.process_time()
         bits = learner.learn(stream[k:k + seg])
         dt = time.process_time() - t0
-        size = sum(np.asarray(a).nbytes for a in learner.state)
         lines.append(f"| {k // seg + 1} | {len(bits) / dt:.0f} | {bits.mean():.3f} | "
-                     f"{learner.stats['rejected_windows']} | {size} |")
+                     f"{learner.stats['rejected_windows']} | {learner.state_bytes} |")
         print(lines[-1], flush=True)
     return "\n".join(lines)
 

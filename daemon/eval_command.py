@@ -9,7 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
 from seqd.core.online import OnlineConfig, OnlineLearner
 
@@ -65,7 +64,6 @@ def evaluate_file(path: Path, config: OnlineConfig, progress=None) -> dict:
         total_bits += float(bits.sum())
         if progress is not None:
             progress(path, start + len(chunk), len(data), total_bits)
-    state_bytes = sum(np.asarray(arr).nbytes for arr in learner.state)
     return {
         "file": str(path),
         "bytes": len(data),
@@ -73,7 +71,7 @@ def evaluate_file(path: Path, config: OnlineConfig, progress=None) -> dict:
         "bits_per_byte": total_bits / len(data),
         "cpu_seconds": cpu,
         "bytes_per_second": len(data) / cpu if cpu > 0 else float("inf"),
-        "learner_state_bytes": state_bytes,
+        "learner_state_bytes": learner.state_bytes,
         "stats": learner.stats,
     }
 

@@ -103,6 +103,11 @@ class OnlineLearner:
         return cls(config, _state=state)
 
     @property
+    def state_bytes(self) -> int:
+        """Memory held by the learner's arrays: fixed by the configuration, whatever the stream's length."""
+        return sum(arr.nbytes for arr in self.state)
+
+    @property
     def stats(self) -> dict:
         c, r = self.state.counts, self.state.reals
         return {

@@ -109,7 +109,6 @@ def run(exp: Experiment, config: TrainConfig | None = None, progress=None) -> Ou
         curve.append(point)
         if progress is not None:
             progress(point)
-        return ev
 
     # checkpoints log-spaced over the budget (time if given, else steps), from 1/1000 of it to
     # the end: validation regret moves fastest early, and GLNNs can overfit (seed 000 §4)
@@ -138,9 +137,9 @@ def run(exp: Experiment, config: TrainConfig | None = None, progress=None) -> Ou
 
     checkpoint()
     trainer.run(steps=exp.steps, seconds=exp.seconds, callback=on_step)
-    final = checkpoint() if curve[-1]["step"] != trainer.steps else None
-    if final is None:
-        final = evaluate(spec, trainer.params, valid.symbols, valid.predict_mask, valid.true_log2_likelihood)
+    if curve[-1]["step"] != trainer.steps:
+        checkpoint()
+    final = curve[-1]
     best = min(curve, key=lambda p: p["regret"])
     stopped = min(curve, key=lambda p: p["stopping_regret"])
     return Outcome(
@@ -154,8 +153,8 @@ def run(exp: Experiment, config: TrainConfig | None = None, progress=None) -> Ou
         rate_tau=trainer.rate_tau,
         train_log2_likelihood=trainer.log2_likelihood,
         validation_true_log2_likelihood=valid.true_log2_likelihood,
-        validation_regret=final.regret,
-        validation_error_rate=final.error_rate,
+        validation_regret=final["regret"],
+        validation_error_rate=final["error_rate"],
         best_validation_regret=best["regret"],
         best_validation_error_rate=best["error_rate"],
         best_at_seconds=best["seconds"],
