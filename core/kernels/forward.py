@@ -6,16 +6,29 @@ import math
 
 import numpy as np
 
-from ..jit import kernel
+from ..jit import inline_kernel, kernel
 from .activation import activate
 
 
 @kernel
 def softmax_into(a_t, w, out):
     """out[y] = pi(y) = softmax_y(sum_i a_i w_iy), eq. (6). Returns nothing."""
-    A = w.shape[1]
-    for y in range(A):
+    for y in range(w.shape[1]):
         out[y] = 0.0
+    _vote_and_normalize(a_t, w, out)
+
+
+@kernel
+def softmax_offset_into(a_t, w, offset, out):
+    """out[y] = softmax_y(offset_y + sum_i a_i w_iy): eq. (6) with votes from outside the network."""
+    for y in range(w.shape[1]):
+        out[y] = offset[y]
+    _vote_and_normalize(a_t, w, out)
+
+
+@inline_kernel
+def _vote_and_normalize(a_t, w, out):
+    A = w.shape[1]
     for i in range(w.shape[0]):
         ai = a_t[i]
         if ai != 0.0:

@@ -29,13 +29,14 @@ import numpy as np
 
 from ..jit import kernel
 from ..kernels.backward import backward
-from ..kernels.forward import evolve_into, softmax_into
+from ..kernels.forward import evolve_into, softmax_offset_into
 from ..kernels.transition import quasi_diagonal_block
+from .context import NNZ, clear_features, features, observe
 from .state import ACTIVE, ETA_TAU, ETA_W, NONFINITE, REJECTED, SYMBOLS, WINDOW_GAIN, WINDOW_POS, WINDOWS
 
 # hyper (float) and flags (int) positions: see OnlineConfig.hyper / OnlineConfig.flags
-H_LEAK, H_INPUT_SCALE, H_GW, H_LW, H_GT, H_LT, H_MAXRATE, H_GROW, H_SHRINK = range(9)
-F_WINDOW, F_ACT, F_MODULUS, F_QD, F_CAP, F_SEED = range(6)
+H_LEAK, H_INPUT_SCALE, H_GW, H_LW, H_GT, H_LT, H_MAXRATE, H_GROW, H_SHRINK, H_CTX_WEIGHT, H_CTX_PRIOR = range(11)
+F_WINDOW, F_ACT, F_MODULUS, F_QD, F_CAP, F_SEED, F_CTX_BITS, F_LIMIT, F_MATCH_MIN = range(9)
 
 ALPHA = 0.5
 # once every symbol of the alphabet has been seen, the escape can no longer occur: its bias is set
@@ -81,6 +82,14 @@ def activate_symbol(st, hyper, flags, symbol):
         st.h0[i, code] = 0.0
         st.hd[i, code] = hyper[H_LW]
     st.w[0, code] = st.w[0, 0] - math.log(cap - n)
+    S = st.ctx_w.shape[0]
+    for s in range(S):
+        st.ctx_w[s, code] = hyper[H_CTX_WEIGHT]
+        for r in range(S):
+            st.ctx_P[code, s, r] = 1.0 / hyper[H_CTX_PRIOR] if r == s else 0.0
+    if S > 0:
+        st.ctx_updates[code] = 0
+        st.ctx_updated[code] = 0
     for k in range(st.pi.shape[0]):
         st.pi[k, code] = 0.0
     leak = hyper[H_LEAK]
@@ -125,6 +134,12 @@ def writing_update(st, hyper, a_t, pi_t, target, first, width):
     to the gradient.  Without the prior's gradient a symbol that has always
     followed a context would drive its weight to infinity (separable data),
     and a later surprise would cost without bound.
+
+    With context units, their weights step first (``context_writing_update``)
+    and the network's weights then step on the error that remains under the
+    local quadratic model, e_y - c_y * (change of y's logit): block
+    Gauss-Seidel.  Two Newton steps taken at once on the same error by
+    correlated blocks would overshoot, and can diverge.
     """
     N1 = a_t.shape[0]
     g = hyper[H_GW]
@@ -140,14 +155,15 @@ def writing_update(st, hyper, a_t, pi_t, target, first, width):
     g0 = st.scratch[4]
     for y in range(first, width):
         p = pi_t[y]
-        c = p * (1.0 - p)
-        e = (1.0 if y == target else 0.0) - p
-        h = keep * st.hd[0, y] + prior + c
+        curv[y] = p * (1.0 - p)
+        err[y] = (1.0 if y == target else 0.0) - p
+    if st.ctx_w.shape[0] > 0:
+        context_writing_update(st, hyper, curv, err)
+    for y in range(first, width):
+        h = keep * st.hd[0, y] + prior + curv[y]
         st.hd[0, y] = h
-        curv[y] = c
-        err[y] = e
         h00[y] = h
-        g0[y] = e - prior * st.w[0, y]
+        g0[y] = err[y] - prior * st.w[0, y]
         bias[y] = g0[y] / h
     for i in range(1, N1):
         ai = a_t[i]
@@ -166,6 +182,48 @@ def writing_update(st, hyper, a_t, pi_t, target, first, width):
             bias[y] -= ratio * step
     for y in range(first, width):
         st.w[0, y] += eta * bias[y]
+
+
+@kernel
+def context_writing_update(st, hyper, curv, err):
+    """Newton step on the context weights of every symbol a context unit voted for.
+
+    Symbol y's context weights c_.y form one block with the full discounted
+    metric sum c_y x(y) x(y)^T (the one-symbol Fisher information of eq. 18
+    with the activities x_s(y) of context.py), kept inverted by Sherman-Morrison
+    like the transition blocks, with the prior of ``writing_update`` centred on
+    the initial weight.  The block is full, not quasi-diagonal: the sources
+    are strongly correlated (every order of a chain votes for the same
+    symbols), and independent coordinate steps would add up to several times
+    the Newton step.  A symbol no context voted for keeps its block untouched,
+    as a transition block is only discounted when it receives a contribution.
+    """
+    S = st.ctx_w.shape[0]
+    g = hyper[H_GW]
+    prior = hyper[H_CTX_PRIOR]
+    centre = hyper[H_CTX_WEIGHT]
+    eta = st.reals[ETA_W]
+    x = st.ctx_work[0, :S]
+    grad = st.ctx_work[1, :S]
+    out = st.ctx_work[2, :S]
+    work = st.ctx_work[3]
+    for q in range(st.ctx_int[NNZ]):
+        y = st.feat_nz[q, 1]
+        if st.ctx_updated[y] == st.counts[SYMBOLS] + 1:  # this symbol's block is done already
+            continue
+        st.ctx_updated[y] = st.counts[SYMBOLS] + 1
+        for s in range(S):
+            x[s] = st.feat[s, y]
+        metric_contribution(st.ctx_P[y], x, curv[y], g, prior, st.ctx_updates[y], False, work)
+        st.ctx_updates[y] += 1
+        for s in range(S):
+            grad[s] = err[y] * x[s] - g * prior * (st.ctx_w[s, y] - centre)
+        block_step(st.ctx_P[y], grad, False, out)
+        change = 0.0
+        for s in range(S):
+            st.ctx_w[s, y] += eta * out[s]
+            change += x[s] * out[s]
+        err[y] -= curv[y] * eta * change  # what is left for the network's weights (writing_update)
 
 
 @kernel
@@ -261,7 +319,7 @@ def _window_loglik(st, a, width, K, pi):
     single = pi.shape[0] == 1
     for k in range(1, K + 1):
         row = pi[0, :width] if single else pi[k, :width]
-        softmax_into(a[k], w, row)
+        softmax_offset_into(a[k], w, st.offset[k], row)
         total += math.log(row[st.targets[k]])
     return total
 
@@ -399,13 +457,16 @@ def learn_buffer(st, hyper, flags, symbols, bits):
     leak = hyper[H_LEAK]
     activation = flags[F_ACT]
     empty = st.tau[0, :0, 0:0]
+    contexts = st.ctx_kind.shape[0] > 0
     for t in range(symbols.shape[0]):
         symbol = symbols[t]
         k = st.counts[WINDOW_POS]
         width = st.counts[ACTIVE] + 1
         a_t = st.a[k]
         pi_t = st.pi[k]
-        softmax_into(a_t, st.w[:, :width], pi_t[:width])
+        if contexts:
+            features(st, cap, flags[F_CTX_BITS], st.offset[k], width)
+        softmax_offset_into(a_t, st.w[:, :width], st.offset[k], pi_t[:width])
         code = st.code_of[symbol]
         target = code
         if code == 0:  # first occurrence: scored on the escape, then named among the unseen
@@ -416,17 +477,22 @@ def learn_buffer(st, hyper, flags, symbols, bits):
         if code == 0:
             code = activate_symbol(st, hyper, flags, symbol)
             width += 1
+        if contexts:
+            clear_features(st)
+            observe(st, symbol, flags[F_LIMIT], flags[F_MATCH_MIN])
 
         st.x[k] = code
         st.targets[k] = target
         st.counts[SYMBOLS] += 1
         if k == K:
-            window_update(st, hyper, flags, width)
+            if N1 > 1:  # without recurrent units there are no transitions to learn
+                window_update(st, hyper, flags, width)
             for i in range(N1):
                 st.V[0, i] = st.V[K, i]
                 st.a[0, i] = st.a[K, i]
             for y in range(width):
                 st.pi[0, y] = st.pi[K, y]
+                st.offset[0, y] = st.offset[K, y]
             st.x[0] = st.x[K]
             st.targets[0] = st.targets[K]
             k = 0
@@ -441,9 +507,12 @@ def learn_buffer(st, hyper, flags, symbols, bits):
 
 
 @kernel
-def predict_into(st, out):
+def predict_into(st, flags, out):
     """The distribution of the next symbol over the active codes (escape at 0), without learning."""
     k = st.counts[WINDOW_POS]
     width = st.counts[ACTIVE] + 1
-    softmax_into(st.a[k], st.w[:, :width], out[:width])
+    if st.ctx_kind.shape[0] > 0:
+        features(st, flags[F_CAP], flags[F_CTX_BITS], st.offset[k], width)
+        clear_features(st)
+    softmax_offset_into(st.a[k], st.w[:, :width], st.offset[k], out[:width])
     return width

@@ -72,14 +72,14 @@ class OnlineLearner:
 
         Once every symbol of the alphabet has been seen, ``None`` has probability 0.
         """
-        width = predict_into(self.state, self._proba)
+        width = predict_into(self.state, self._flags, self._proba)
         out: dict = {int(self.state.symbol_of[c]): float(self._proba[c]) for c in range(1, width)}
         out[None] = float(self._proba[0])
         return out
 
     def predict_proba(self) -> np.ndarray:
         """Probabilities of every symbol 0..cap-1 for the next step; unseen symbols share the escape mass."""
-        width = predict_into(self.state, self._proba)
+        width = predict_into(self.state, self._flags, self._proba)
         cap = self.config.alphabet_cap
         seen = width - 1
         out = np.full(cap, self._proba[0] / (cap - seen) if seen < cap else 0.0)

@@ -11,7 +11,7 @@ import json
 import math
 import struct
 import zlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import NamedTuple
 
 import numpy as np
@@ -54,16 +54,58 @@ class OnlineConfig:
     rate_growth: float = 1.1
     rate_shrink: float = 0.5
     seed: int = 0
+    # context units (``context.py``); all off by default: the pure GLNN of seed 000
+    context_orders: tuple[int, ...] = ()  # increasing orders of the hashed context chain
+    column_context: bool = False  # (column, symbol above) source
+    word_context: bool = False  # (field number, current word) source
+    match_min: int = 0  # match model: shortest repeat it follows (0: no match model)
+    context_bits: int = 16  # log2 of the slots per hashed source
+    context_entries: int = 8  # (symbol, count) pairs per slot
+    count_limit: int = 255  # a count reaching it halves its slot's (and a match bucket's) counts
+    history_bits: int = 20  # log2 of the symbols of history kept for the match and column sources
+    match_bits: int = 18  # log2 of the match model's hash table
+    context_weight: float = 0.5  # initial context weight, and the centre of its prior
+    context_prior: float = 10.0  # prior mass kept in the context weights' metric (lambda_w for them)
+
+    @classmethod
+    def bytes_default(cls, **overrides) -> "OnlineConfig":
+        """The default model for byte streams (logs, ``seqd compress``): a small GLNN plus context units."""
+        settings = dict(units=16, context_orders=(1, 2, 3, 4, 5, 6, 8, 12, 16, 24), column_context=True,
+                        word_context=True, match_min=8)
+        settings.update(overrides)
+        return cls(**settings)
 
     def __post_init__(self):
+        object.__setattr__(self, "context_orders", tuple(int(k) for k in self.context_orders))
+        for field in fields(self):  # an int given for a float setting must not make an int array
+            if field.type in ("float", "float | None") and isinstance(getattr(self, field.name), int) \
+                    and not isinstance(getattr(self, field.name), bool):
+                object.__setattr__(self, field.name, float(getattr(self, field.name)))
+        orders = self.context_orders
+        if any(k < 1 for k in orders) or list(orders) != sorted(set(orders)):
+            raise ValueError(f"context_orders must be distinct positive integers in increasing order, got {orders}")
+        if not 10 <= self.context_bits <= 26 or not 10 <= self.history_bits <= 30 or not 10 <= self.match_bits <= 26:
+            raise ValueError("context_bits and match_bits must be in [10, 26], history_bits in [10, 30]")
+        if not 1 <= self.context_entries <= 64:
+            raise ValueError(f"context_entries must be in [1, 64], got {self.context_entries}")
+        if not 2 <= self.count_limit <= 65535:
+            raise ValueError(f"count_limit must be in [2, 65535], got {self.count_limit}")
+        if self.match_min < 0 or self.match_min > 64:
+            raise ValueError(f"match_min must be in [0, 64] (0: no match model), got {self.match_min}")
+        if not (math.isfinite(self.context_prior) and self.context_prior > 0.0):
+            raise ValueError(f"context_prior must be finite and > 0, got {self.context_prior}")
+        if not math.isfinite(self.context_weight):
+            raise ValueError(f"context_weight must be finite, got {self.context_weight}")
         if self.model not in ("glnn", "gnn"):
             raise ValueError(f"online model must be 'glnn' or 'gnn' (gated, per-symbol metric blocks), got {self.model!r}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
         if self.method not in ("rbpm", "ruop", "qdrbpm", "qdruop"):
             raise ValueError(f"online method must be rbpm, ruop, qdrbpm or qdruop, got {self.method!r}")
-        if self.units < 1 or not 1 <= self.degree <= self.units:
-            raise ValueError(f"need units >= 1 and 1 <= degree <= units, got units={self.units}, degree={self.degree}")
+        if self.units == 0 and not self.sources:
+            raise ValueError("units=0 (no recurrent units) needs context units to predict with")
+        if self.units < 0 or self.degree < 1 or (self.units > 0 and self.degree > self.units):
+            raise ValueError(f"need units >= 0 and 1 <= degree <= units, got units={self.units}, degree={self.degree}")
         if not 1 <= self.alphabet_cap <= 65536:
             raise ValueError(f"alphabet_cap must be in [1, 65536], got {self.alphabet_cap}")
         if self.window < 1:
@@ -83,6 +125,19 @@ class OnlineConfig:
         if self.transition_rate is not None and not 0.0 < self.transition_rate <= self.max_transition_rate:
             raise ValueError(f"transition_rate must be in (0, max_transition_rate={self.max_transition_rate}], "
                              f"got {self.transition_rate}")
+
+    @property
+    def sources(self) -> list[tuple[int, int]]:
+        """The context units as (kind, order) pairs, in the order of their weights (``context.py``)."""
+        from .context import COLUMN, MATCH, ORDER, WORD
+        out = [(ORDER, k) for k in self.context_orders]
+        if self.column_context:
+            out.append((COLUMN, 0))
+        if self.word_context:
+            out.append((WORD, 0))
+        if self.match_min:
+            out.append((MATCH, self.match_min))
+        return out
 
     @property
     def slots(self) -> int:
@@ -108,6 +163,8 @@ class OnlineConfig:
             self.max_transition_rate,
             self.rate_growth,
             self.rate_shrink,
+            self.context_weight,
+            self.context_prior,
         ])
 
     def flags(self) -> np.ndarray:
@@ -119,6 +176,9 @@ class OnlineConfig:
             int(self.quasi_diagonal),
             self.alphabet_cap,
             self.seed & 0x7FFFFFFFFFFFFFFF,
+            self.context_bits,
+            self.count_limit,
+            self.match_min,
         ], dtype=np.int64)
 
 
@@ -156,6 +216,31 @@ class OnlineState(NamedTuple):
     saved_tau: np.ndarray  # (A+1, N+1, D) work: touched blocks before a tried step, to undo it exactly
     reals: np.ndarray  # float64: ETA_TAU, ETA_W, WINDOW_GAIN
     counts: np.ndarray  # int64: SYMBOLS, ACTIVE, WINDOW_POS, WINDOWS, REJECTED, NONFINITE
+    # context units (context.py); S sources, empty arrays when there are none.  T = 2^context_bits
+    # slots per source, E = context_entries, H = 2^history_bits
+    ctx_kind: np.ndarray  # (S, 2) int64: (kind, order) of each source
+    ctx_w: np.ndarray  # (S, A+1) context weights c_sy
+    ctx_P: np.ndarray  # (A+1, S, S) inverse discounted metric of each symbol's context weights
+    ctx_updates: np.ndarray  # (A+1,) int64: contributions received by each block
+    ctx_updated: np.ndarray  # (A+1,) int64 work: symbol count + 1 when the block was last stepped
+    ctx_work: np.ndarray  # (4, 2S) work
+    ctx_tag: np.ndarray  # (S', T) uint32 (S' = S less the match source, which is last): check word of the context held by each slot (0: empty)
+    ctx_sym: np.ndarray  # (S', T, E) uint16: symbols counted in each slot
+    ctx_cnt: np.ndarray  # (S', T, E) uint16: their counts
+    ctx_slot: np.ndarray  # (S,) int64: each source's slot for the current position
+    ctx_found: np.ndarray  # (S,) int64: 1 if that slot holds the current context
+    ctx_want: np.ndarray  # (S,) uint32: the current context's check word
+    ctx_int: np.ndarray  # (context.CTX_INTS,) int64: stream position, match and line state
+    order0: np.ndarray  # (A,) int64 (empty without sources): order-0 counts
+    hist: np.ndarray  # (H,) uint16: the last H symbols, a ring
+    match_table: np.ndarray  # (2^match_bits,) int64: position + 1 after each hashed context
+    match_stats: np.ndarray  # (2, context.MATCH_BUCKETS) int64: hits and tries per match length
+    feat: np.ndarray  # (S, A+1) work: the context units' activities (all zero between symbols)
+    feat_nz: np.ndarray  # (S*E + S, 2) int64 work: the non-zero entries of feat
+    offset: np.ndarray  # (K+1, A+1): the context units' votes over the window
+    acc: np.ndarray  # (A,) work: the chain's sparse part
+    acc_mark: np.ndarray  # (A,) int64 work
+    acc_list: np.ndarray  # (S*E,) int64 work
 
 
 def new_state(config: OnlineConfig) -> OnlineState:
@@ -170,7 +255,7 @@ def new_state(config: OnlineConfig) -> OnlineState:
         w=np.zeros((N + 1, A + 1)),
         tau=np.zeros((A + 1, N + 1, D)),
         h0=np.zeros((N + 1, A + 1)),
-        hd=np.full((N + 1, A + 1), config.writing_prior),
+        hd=np.full((N + 1, A + 1), config.writing_prior, dtype=np.float64),
         metric=np.zeros((A + 1, N + 1, D, D)),
         block_updates=np.zeros((A + 1, N + 1), dtype=np.int64),
         V=np.zeros((K + 2, N + 1)),
@@ -187,8 +272,9 @@ def new_state(config: OnlineConfig) -> OnlineState:
         trial_V=np.zeros((K + 2, N + 1)),
         trial_a=np.zeros((K + 2, N + 1)),
         saved_tau=np.zeros((A + 1, N + 1, D)),
-        reals=np.array([1.0 / N if config.transition_rate is None else config.transition_rate, config.writing_rate, 0.0]),
+        reals=np.array([1.0 / max(N, 1) if config.transition_rate is None else config.transition_rate, config.writing_rate, 0.0]),
         counts=np.zeros(6, dtype=np.int64),
+        **_context_arrays(config),
     )
     # initial potentials V^0 = s^-1(beta_j / alpha) (seed 000 §2) for the GLNN; 0 for the GNN
     if config.model == "glnn":
@@ -203,6 +289,42 @@ def new_state(config: OnlineConfig) -> OnlineState:
     act = np.tanh if config.activation == "tanh" else (lambda v: 1.0 / (1.0 + np.exp(-v)))
     state.a[0, 1:] = act(state.V[0, 1:])
     return state
+
+
+def _context_arrays(config: OnlineConfig) -> dict:
+    from .context import CTX_INTS, MATCH, MATCH_BUCKETS
+    sources = config.sources
+    S, A, K, E = len(sources), config.alphabet_cap, config.window, config.context_entries
+    hashed = S > 0
+    T = 1 << config.context_bits if hashed else 0
+    H = 1 << config.history_bits if hashed else 0
+    matching = any(kind == MATCH for kind, _ in sources)
+    SH = S - int(matching)  # the match source comes last and has no table
+    return dict(
+        ctx_kind=np.array(sources, dtype=np.int64).reshape(S, 2),
+        ctx_w=np.full((S, A + 1), config.context_weight, dtype=np.float64),
+        ctx_P=np.broadcast_to(np.eye(S) / config.context_prior, (A + 1, S, S)).copy(),
+        ctx_updates=np.zeros(A + 1 if S else 0, dtype=np.int64),
+        ctx_updated=np.zeros(A + 1 if S else 0, dtype=np.int64),
+        ctx_work=np.zeros((4, 2 * S)),
+        ctx_tag=np.zeros((SH, T), dtype=np.uint32),
+        ctx_sym=np.zeros((SH, T, E), dtype=np.uint16),
+        ctx_cnt=np.zeros((SH, T, E), dtype=np.uint16),
+        ctx_slot=np.zeros(S, dtype=np.int64),
+        ctx_found=np.zeros(S, dtype=np.int64),
+        ctx_want=np.zeros(S, dtype=np.uint32),
+        ctx_int=np.zeros(CTX_INTS, dtype=np.int64),
+        order0=np.zeros(A if hashed else 0, dtype=np.int64),
+        hist=np.zeros(H, dtype=np.uint16),
+        match_table=np.zeros(1 << config.match_bits if matching else 0, dtype=np.int64),
+        match_stats=np.zeros((2, MATCH_BUCKETS), dtype=np.int64),
+        feat=np.zeros((S, A + 1)),
+        feat_nz=np.zeros((S * E + S, 2), dtype=np.int64),
+        offset=np.zeros((K + 1, A + 1)),
+        acc=np.zeros(A if hashed else 0),
+        acc_mark=np.zeros(A if hashed else 0, dtype=np.int64),
+        acc_list=np.zeros(S * E, dtype=np.int64),
+    )
 
 
 # -- serialisation ----------------------------------------------------------------------------

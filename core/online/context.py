@@ -1,0 +1,349 @@
+"""Context units: online count models whose predictions vote in the writing layer.
+
+Seed 000's output layer is a vote (eq. 6): every active unit sways the
+softmax through its writing weights.  A *context unit* is a unit whose
+activity is not a recurrent state but what an online context model says about
+the next symbol, one value per symbol, x_s(y).  The logits become
+
+    sum_i a_i w_iy  +  sum_s x_s(y) c_sy
+
+and the writing update trains the context weights c_sy with the same
+discounted quasi-diagonal Newton step (eqs. 17-21) as the recurrent units'
+weights: per symbol, each source learns how far it is to be trusted.
+
+Sources (each deterministic, bounded in memory, O(small) per symbol):
+
+* **order-k contexts**, hashed into bounded tables of ``entries`` (symbol,
+  count) pairs per slot.  Orders form a chain k_1 < k_2 < ... whose estimates
+  are interpolated as in Witten-Bell smoothing,
+
+      p_k(y) = (n_k(y) + u_k p_{k-1}(y)) / (n_k + u_k)
+
+  (n_k: the context's count, u_k: its number of distinct symbols, p_0 the
+  Krichevsky-Trofimov order-0 estimate), and the unit of order k carries what
+  its context adds to the order below,
+
+      x_k(y) = log p_k(y) - log p_{k-1}(y) - log(u_k / (n_k + u_k))
+             = log(1 + n_k(y) / (u_k p_{k-1}(y))),
+
+  which is 0 for every symbol the context has not seen.  With every weight
+  at 1 the votes add up to log p_K(y) - log p_0(y) plus a constant, the
+  interpolated estimate of the longest order; the writing update moves the
+  weights from there.  A context whose slot holds another context (a hash
+  collision) or nothing yet adds nothing.
+* **column**: the context (column in the line, the symbol above it in the
+  previous line), with x(y) = log(1 + n(y) / (u p_0(y))).
+* **word**: the context (field number in the line, hash of the current
+  word), same form.  Fields are separated by spaces and tabs; words are runs
+  of letters and digits.
+* **match**: the symbol that followed the longest recent repeat of the
+  current context (found through a hash of the last ``match_min`` symbols and
+  verified in the history), voted with the log-odds that a match of its
+  length predicted right so far, (hits + 1/2) / (misses + 1/2).
+
+The line structure uses symbol 10 (newline), so column and word help byte
+streams; on other alphabets they are harmless and can be switched off.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..jit import inline_kernel, kernel
+
+# source kinds (OnlineState.ctx_kind[s, 0]; ctx_kind[s, 1] is the order for ORDER)
+ORDER, COLUMN, WORD, MATCH = 0, 1, 2, 3
+# positions in OnlineState.ctx_int
+POS, MATCH_PTR, MATCH_LEN, LINE_START, PREV_LINE_START, PREV_LINE_LEN, FIELD, WORD_HASH, ORDER0_TOTAL, NNZ = range(10)
+CTX_INTS = 10
+NEWLINE = 10
+MATCH_BUCKETS = 24  # match lengths 0..15 one by one, then 16-23, 24-31, ... (see _match_bucket)
+MATCH_VERIFY = 32  # longest length credited to a match found by hash (it grows by one per hit after)
+EMPTY = 0xFFFF  # symbol value of the time before the stream started, in hashes
+
+_M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+@inline_kernel
+def _finalize(z):
+    """SplitMix64's finalizer: a bijective mix of a 64-bit word."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@inline_kernel
+def _absorb(h, value):
+    """Fold one non-negative integer into a running hash."""
+    return (h ^ np.uint64(value + 1)) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(0x632BE59BD9B4E019)
+
+
+@inline_kernel
+def _key(h, source, bits):
+    """(slot, tag) of a context hash for a source: top ``bits`` bits, and a non-zero 32-bit check."""
+    z = _finalize(h ^ (np.uint64(source + 1) * np.uint64(0xD6E8FEB86659FD93)))
+    slot = np.int64(z >> np.uint64(64 - bits))
+    tag = np.uint32((z & np.uint64(0xFFFFFFFF)) | np.uint64(1))
+    return slot, tag
+
+
+@inline_kernel
+def _history(st, back):
+    """The symbol ``back`` steps before now (1 = the last one), or EMPTY before the stream began."""
+    t = st.ctx_int[POS]
+    if back > t:
+        return EMPTY
+    H = st.hist.shape[0]
+    return np.int64(st.hist[(t - back) % H])
+
+
+@inline_kernel
+def _is_word_symbol(s):
+    return (48 <= s <= 57) or (65 <= s <= 90) or (97 <= s <= 122) or s >= 128
+
+
+@inline_kernel
+def _match_bucket(length):
+    if length < 16:
+        return length
+    b = 16 + (length - 16) // 8
+    return b if b < MATCH_BUCKETS else MATCH_BUCKETS - 1
+
+
+@kernel
+def locate(st, bits):
+    """Find every hashed source's slot for the current position (ctx_slot, ctx_found)."""
+    S = st.ctx_kind.shape[0]
+    max_order = 0
+    for s in range(S):
+        if st.ctx_kind[s, 0] == ORDER and st.ctx_kind[s, 1] > max_order:
+            max_order = st.ctx_kind[s, 1]
+    h = np.uint64(0)
+    done = 0
+    for s in range(S):
+        kind = st.ctx_kind[s, 0]
+        if kind == MATCH:
+            continue
+        if kind == ORDER:
+            k = st.ctx_kind[s, 1]
+            while done < k:  # orders are increasing: extend the running hash of the last symbols
+                done += 1
+                h = _absorb(h, _history(st, done))
+            key = h ^ np.uint64(k)
+        elif kind == COLUMN:
+            col = st.ctx_int[POS] - st.ctx_int[LINE_START]
+            above = EMPTY
+            if col < st.ctx_int[PREV_LINE_LEN]:
+                H = st.hist.shape[0]
+                above = np.int64(st.hist[(st.ctx_int[PREV_LINE_START] + col) % H])
+            key = _absorb(_absorb(np.uint64(0x1234), min(col, 1023)), above)
+        else:  # WORD
+            key = _absorb(_absorb(np.uint64(0x5678), min(st.ctx_int[FIELD], 255)), st.ctx_int[WORD_HASH])
+        slot, tag = _key(key, s, bits)
+        st.ctx_slot[s] = slot
+        st.ctx_found[s] = 1 if st.ctx_tag[s, slot] == tag else 0
+        st.ctx_want[s] = tag
+
+
+@inline_kernel
+def _order0(st, symbol, cap):
+    """Krichevsky-Trofimov order-0 probability of a symbol."""
+    return (st.order0[symbol] + 0.5) / (st.ctx_int[ORDER0_TOTAL] + 0.5 * cap)
+
+
+@inline_kernel
+def _add_feature(st, s, code, value):
+    n = st.ctx_int[NNZ]
+    st.feat[s, code] = value
+    st.feat_nz[n, 0] = s
+    st.feat_nz[n, 1] = code
+    st.ctx_int[NNZ] = n + 1
+
+
+@kernel
+def features(st, cap, bits, offset, width):
+    """The context units' activities for the next symbol, and their votes.
+
+    Writes x_s(y) into ``st.feat`` (listing the non-zero entries in
+    ``st.feat_nz``) and ``offset[y] = sum_s x_s(y) c_sy`` over the active
+    codes ``y < width``.
+    """
+    locate(st, bits)
+    S = st.ctx_kind.shape[0]
+    M = st.ctx_sym.shape[2]
+    st.ctx_int[NNZ] = 0
+    # the interpolated chain: acc(y) = scale * p_0(y) + extra[y], with extra kept sparse
+    scale = 1.0
+    n_list = 0
+    for s in range(S):
+        kind = st.ctx_kind[s, 0]
+        if kind == MATCH:
+            length = st.ctx_int[MATCH_LEN]
+            if length > 0:
+                H = st.hist.shape[0]
+                predicted = np.int64(st.hist[st.ctx_int[MATCH_PTR] % H])
+                b = _match_bucket(length)
+                hits = st.match_stats[0, b]
+                tries = st.match_stats[1, b]
+                _add_feature(st, s, st.code_of[predicted], math.log((hits + 0.5) / (tries - hits + 0.5)))
+            continue
+        if st.ctx_found[s] == 0:
+            continue
+        slot = st.ctx_slot[s]
+        n = 0
+        u = 0
+        for e in range(M):
+            c = np.int64(st.ctx_cnt[s, slot, e])
+            if c > 0:
+                n += c
+                u += 1
+        if u == 0:
+            continue
+        if kind == ORDER:
+            for e in range(M):
+                c = np.int64(st.ctx_cnt[s, slot, e])
+                if c > 0:
+                    y = np.int64(st.ctx_sym[s, slot, e])
+                    below = scale * _order0(st, y, cap) + st.acc[y]
+                    _add_feature(st, s, st.code_of[y], math.log(1.0 + c / (u * below)))
+            lam = u / (n + u)
+            scale *= lam
+            for q in range(n_list):
+                st.acc[st.acc_list[q]] *= lam
+            for e in range(M):
+                c = np.int64(st.ctx_cnt[s, slot, e])
+                if c > 0:
+                    y = np.int64(st.ctx_sym[s, slot, e])
+                    if st.acc_mark[y] == 0:
+                        st.acc_mark[y] = 1
+                        st.acc_list[n_list] = y
+                        n_list += 1
+                    st.acc[y] += c / (n + u)
+        else:
+            for e in range(M):
+                c = np.int64(st.ctx_cnt[s, slot, e])
+                if c > 0:
+                    y = np.int64(st.ctx_sym[s, slot, e])
+                    _add_feature(st, s, st.code_of[y], math.log(1.0 + c / (u * _order0(st, y, cap))))
+    for q in range(n_list):
+        y = st.acc_list[q]
+        st.acc[y] = 0.0
+        st.acc_mark[y] = 0
+    for y in range(width):
+        offset[y] = 0.0
+    for q in range(st.ctx_int[NNZ]):
+        s = st.feat_nz[q, 0]
+        y = st.feat_nz[q, 1]
+        offset[y] += st.feat[s, y] * st.ctx_w[s, y]
+
+
+@kernel
+def clear_features(st):
+    """Zero the entries ``features`` wrote (the feature array stays all-zero between symbols)."""
+    for q in range(st.ctx_int[NNZ]):
+        st.feat[st.feat_nz[q, 0], st.feat_nz[q, 1]] = 0.0
+    st.ctx_int[NNZ] = 0
+
+
+@kernel
+def observe(st, symbol, limit, match_min):
+    """Count ``symbol`` in every source's current context, then append it to the history.
+
+    The slots were found by ``features`` (``locate``) for this position.  A
+    slot holding another context is taken over; a full slot gives up its
+    least counted entry; a count reaching ``limit`` halves the slot's counts.
+    """
+    S = st.ctx_kind.shape[0]
+    M = st.ctx_sym.shape[2]
+    H = st.hist.shape[0]
+    t = st.ctx_int[POS]
+    for s in range(S):
+        kind = st.ctx_kind[s, 0]
+        if kind == MATCH:
+            length = st.ctx_int[MATCH_LEN]
+            if length > 0:
+                b = _match_bucket(length)
+                st.match_stats[1, b] += 1
+                hit = np.int64(st.hist[st.ctx_int[MATCH_PTR] % H]) == symbol
+                if hit:
+                    st.match_stats[0, b] += 1
+                if st.match_stats[1, b] >= limit:
+                    st.match_stats[0, b] = (st.match_stats[0, b] + 1) // 2
+                    st.match_stats[1, b] = (st.match_stats[1, b] + 1) // 2
+                if hit:
+                    st.ctx_int[MATCH_LEN] = length + 1
+                    st.ctx_int[MATCH_PTR] += 1
+                else:
+                    st.ctx_int[MATCH_LEN] = 0
+            continue
+        slot = st.ctx_slot[s]
+        if st.ctx_found[s] == 0:
+            st.ctx_tag[s, slot] = st.ctx_want[s]
+            for e in range(M):
+                st.ctx_cnt[s, slot, e] = 0
+                st.ctx_sym[s, slot, e] = 0
+        where = -1
+        weakest = 0
+        for e in range(M):
+            c = st.ctx_cnt[s, slot, e]
+            if c > 0 and np.int64(st.ctx_sym[s, slot, e]) == symbol:
+                where = e
+                break
+            if c < st.ctx_cnt[s, slot, weakest]:
+                weakest = e
+        if where < 0:
+            where = weakest
+            st.ctx_sym[s, slot, where] = symbol
+            st.ctx_cnt[s, slot, where] = 0
+        c = np.int64(st.ctx_cnt[s, slot, where]) + 1
+        st.ctx_cnt[s, slot, where] = c
+        if c >= limit:
+            for e in range(M):
+                st.ctx_cnt[s, slot, e] = (np.int64(st.ctx_cnt[s, slot, e]) + 1) // 2
+    st.order0[symbol] += 1
+    st.ctx_int[ORDER0_TOTAL] += 1
+    # history and line structure
+    st.hist[t % H] = symbol
+    t += 1
+    st.ctx_int[POS] = t
+    if symbol == NEWLINE:
+        st.ctx_int[PREV_LINE_START] = st.ctx_int[LINE_START]
+        st.ctx_int[PREV_LINE_LEN] = min(t - 1 - st.ctx_int[LINE_START], H)
+        st.ctx_int[LINE_START] = t
+        st.ctx_int[FIELD] = 0
+        st.ctx_int[WORD_HASH] = 0
+    elif symbol == 32 or symbol == 9:
+        st.ctx_int[FIELD] += 1
+        st.ctx_int[WORD_HASH] = 0
+    elif _is_word_symbol(symbol):
+        st.ctx_int[WORD_HASH] = np.int64(_absorb(np.uint64(st.ctx_int[WORD_HASH]), symbol) >> np.uint64(1))
+    else:
+        st.ctx_int[WORD_HASH] = 0
+    # the match model's table: the position after the last match_min symbols
+    if match_min > 0 and t >= match_min:
+        h = np.uint64(0)
+        for back in range(1, match_min + 1):
+            h = _absorb(h, np.int64(st.hist[(t - back) % H]))
+        T = st.match_table.shape[0]
+        where = np.int64(_finalize(h) >> np.uint64(64 - _log2(T)))
+        if st.ctx_int[MATCH_LEN] == 0:
+            candidate = st.match_table[where] - 1  # stored + 1, so 0 means empty
+            if candidate >= 0 and candidate < t and t - candidate < H:
+                length = 0
+                while length < MATCH_VERIFY and length < candidate and \
+                        st.hist[(candidate - 1 - length) % H] == st.hist[(t - 1 - length) % H]:
+                    length += 1
+                if length >= match_min:
+                    st.ctx_int[MATCH_LEN] = length
+                    st.ctx_int[MATCH_PTR] = candidate
+        st.match_table[where] = t + 1
+
+
+@inline_kernel
+def _log2(n):
+    b = 0
+    while (np.int64(1) << b) < n:
+        b += 1
+    return b
