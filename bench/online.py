@@ -1,11 +1,13 @@
 """The online learner against its peers: real logs and seed 000's tasks, measured in one run.
 
     python bench/online.py logs    # every file of ../shared/data/logs: bits/byte beside the peer compressors
+    python bench/online.py ablations  # the same files with each part of the byte-stream model removed in turn
     python bench/online.py tasks   # seed 000's tasks streamed once (training, then validation): regret vs PPMd
     python bench/online.py cost    # where the time goes per symbol, and cost vs stream length
 
 Results go to docs/benchmarks.md (``--no-write`` to only print).  One
-default configuration (``OnlineConfig()``) serves every input.
+default configuration serves every file: ``OnlineConfig.bytes_default()``
+for the logs, ``OnlineConfig()`` (seed 000's GLNN alone) for the tasks.
 """
 
 from __future__ import annotations
@@ -14,16 +16,19 @@ import argparse
 import shlex
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from baselines import PEERS, compressed_bits, log_files  # noqa: E402
+from baselines import PEERS, log_files, table, weighted_mean  # noqa: E402
 from common import machine, write_section  # noqa: E402
 
 from seqd.core import tasks  # noqa: E402
 from seqd.core.online import OnlineConfig, OnlineLearner  # noqa: E402
+
+BYTES = OnlineConfig.bytes_default()
 
 LSTM_COMPRESS = {  # ../shared/ANCHORS.md, bits per byte and bytes/s (measured there on this machine type)
     "Apache_2k.log": 0.383, "HDFS_2k.log": 1.114, "HealthApp_2k.log": 0.740, "Linux_2k.log": 0.640,
@@ -40,38 +45,80 @@ def learn_file(data: bytes, config: OnlineConfig) -> tuple[float, float]:
     return float(bits.sum()), time.process_time() - t0
 
 
+def _seqd_rows(files, config: OnlineConfig, label: str) -> list[dict]:
+    """Per file: bits per byte of the prequential pass under ``config`` (key ``label``) and bytes/s."""
+    learn_file(files[0].read_bytes()[:4096], config)  # compile outside the timings
+    rows = []
+    for path in files:
+        data = path.read_bytes()
+        bits, cpu = learn_file(data, config)
+        print(f"{label} {path.name}: {bits / len(data):.4f} bits/byte, {len(data) / cpu:.0f} bytes/s", flush=True)
+        rows.append({"name": path.name, "bytes": len(data), label: bits / len(data), "cpu": cpu})
+    return rows
+
+
+def _speed(rows) -> float:
+    return sum(r["bytes"] for r in rows) / sum(r["cpu"] for r in rows)
+
+
 def logs(args) -> str:
     files = log_files()
     if not files:
         return "No logs: ../shared/data/logs is absent here."
-    config = OnlineConfig()
-    learn_file(files[0].read_bytes()[:4096], config)  # compile outside the timings
-    rows, totals = [], {"bytes": 0, "seqd": 0.0, "cpu": 0.0, **{p: 0.0 for p in PEERS}}
-    for path in files:
-        data = path.read_bytes()
-        bits, cpu = learn_file(data, config)
-        peers = {p: compressed_bits(p, data) for p in PEERS}
-        print(f"{path.name}: {bits / len(data):.4f} bits/byte, {len(data) / cpu:.0f} bytes/s", flush=True)
-        rows.append((path.name, len(data), bits, cpu, peers))
-        totals["bytes"] += len(data)
-        totals["seqd"] += bits
-        totals["cpu"] += cpu
-        for p in PEERS:
-            totals[p] += peers[p] or 0.0
-    head = "| file | bytes | seqd online GLNN | " + " | ".join(PEERS) + " | lstm-compress (ANCHORS) | seqd bytes/s |"
-    lines = [head, "|---|---:|" + "---:|" * (len(PEERS) + 3)]
-    for name, n, bits, cpu, peers in rows:
-        cells = " | ".join("—" if peers[p] is None else f"{peers[p] / n:.3f}" for p in PEERS)
-        lines.append(f"| {name} | {n} | **{bits / n:.3f}** | {cells} | {LSTM_COMPRESS.get(name, float('nan')):.3f} | {n / cpu:.0f} |")
-    n = totals["bytes"]
-    cells = " | ".join(f"{totals[p] / n:.3f}" for p in PEERS)
-    lstm = sum(LSTM_COMPRESS[r[0]] * r[1] for r in rows if r[0] in LSTM_COMPRESS) / n
-    lines.append(f"| **mean (weighted by size)** | {n} | **{totals['seqd'] / n:.3f}** | {cells} | {lstm:.3f} | {n / totals['cpu']:.0f} |")
-    beat = [r[0] for r in rows if r[2] < (r[4]["kt-o3"] or 0)]
+    rows = _seqd_rows(files, BYTES, "seqd")
+    for row, peers in zip(rows, table(files)):
+        row.update({p: peers[p] for p in PEERS}, lstm=LSTM_COMPRESS.get(row["name"]))
+    cols = ["seqd", *PEERS, "lstm"]
+    cell = lambda v: "—" if v is None else f"{v:.3f}"  # noqa: E731
+    lines = ["| file | bytes | **seqd** | " + " | ".join(PEERS) + " | lstm-compress (ANCHORS) | seqd bytes/s |",
+             "|---|---:|" + "---:|" * (len(cols) + 1)]
+    for r in rows:
+        lines.append(f"| {r['name']} | {r['bytes']} | **{r['seqd']:.3f}** | "
+                     + " | ".join(cell(r[c]) for c in cols[1:]) + f" | {r['bytes'] / r['cpu']:.0f} |")
+    lines.append(f"| **mean (weighted by size)** | {sum(r['bytes'] for r in rows)} | "
+                 f"**{weighted_mean(rows, 'seqd'):.3f}** | " + " | ".join(cell(weighted_mean(rows, c)) for c in cols[1:])
+                 + f" | {_speed(rows):.0f} |")
     lines.append("")
-    lines.append(f"Below the order-3 count model (kt-o3) on {len(beat)} of {len(rows)} files. Bits per byte are "
-                 "prequential code lengths (predict, then learn; no coder); peers are compressed sizes. "
-                 "Logs: Loghub, https://github.com/logpai/loghub, and a Debian dpkg log.")
+    for peer in ("xz-9e", "ppmd-o16", "lstm"):
+        if any(r[peer] is None for r in rows):
+            continue
+        better = [r["name"] for r in rows if r["seqd"] < r[peer]]
+        lines.append(f"- below {peer} on {len(better)} of {len(rows)} files"
+                     + ("" if len(better) == len(rows) else f" (not on {', '.join(sorted({r['name'] for r in rows} - set(better)))})"))
+    lines.append(f"- slowest file: {min(r['bytes'] / r['cpu'] for r in rows):.0f} bytes/s")
+    lines.append("")
+    lines.append("Bits per byte are prequential code lengths (predict, then learn; no coder); peers are compressed "
+                 "sizes. Logs: Loghub, https://github.com/logpai/loghub, and a Debian dpkg log.")
+    return "\n".join(lines)
+
+
+ABLATIONS = [  # (label, configuration): one part of the default removed at a time
+    ("default: 4 recurrent units + all context units", BYTES),
+    ("context units alone (no recurrent units)", replace(BYTES, units=0)),
+    ("recurrent units alone (4 units, no context units)",
+     replace(BYTES, context_orders=(), column_context=False, word_context=False, match_min=0)),
+    ("seed 000's GLNN alone, 32 units (OnlineConfig())", OnlineConfig()),
+    ("without the order-k chain", replace(BYTES, context_orders=())),
+    ("without orders above 4", replace(BYTES, context_orders=tuple(k for k in BYTES.context_orders if k <= 4))),
+    ("without the column source", replace(BYTES, column_context=False)),
+    ("without the word source", replace(BYTES, word_context=False)),
+    ("without the match model", replace(BYTES, match_min=0)),
+]
+
+
+def ablations(args) -> str:
+    files = log_files()
+    if not files:
+        return "No logs: ../shared/data/logs is absent here."
+    short = [f.name.split("_")[0].removesuffix(".log") for f in files]
+    lines = ["| model | " + " | ".join(short) + " | mean | bytes/s |", "|---|" + "---:|" * (len(files) + 2)]
+    for label, config in ABLATIONS:
+        rows = _seqd_rows(files, config, label)
+        lines.append(f"| {label} | " + " | ".join(f"{r[label]:.3f}" for r in rows)
+                     + f" | **{weighted_mean(rows, label):.3f}** | {_speed(rows):.0f} |")
+    lines.append("")
+    lines.append("Bits per byte, prequential, one pass per file. Each row changes one thing in "
+                 "`OnlineConfig.bytes_default()`; the mean is weighted by file size.")
     return "\n".join(lines)
 
 
@@ -198,12 +245,13 @@ def cost(args) -> str:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=("logs", "tasks", "cost"))
+    p.add_argument("what", choices=("logs", "ablations", "tasks", "cost"))
     p.add_argument("--no-write", action="store_true")
     args = p.parse_args()
     command = "python bench/online.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    body = {"logs": logs, "tasks": tasks_table, "cost": cost}[args.what](args)
-    text = f"Command: `{command.strip()}`  \nMachine: {machine()}  \nConfiguration: `{OnlineConfig()}`\n\n{body}\n"
+    body = {"logs": logs, "ablations": ablations, "tasks": tasks_table, "cost": cost}[args.what](args)
+    config = OnlineConfig() if args.what in ("tasks", "cost") else BYTES
+    text = f"Command: `{command.strip()}`  \nMachine: {machine()}  \nConfiguration: `{config}`\n\n{body}\n"
     print(text)
     if not args.no_write:
         write_section(f"online_{args.what}", text)

@@ -60,18 +60,18 @@ class OnlineConfig:
     word_context: bool = False  # (field number, current word) source
     match_min: int = 0  # match model: shortest repeat it follows (0: no match model)
     context_bits: int = 16  # log2 of the slots per hashed source
-    context_entries: int = 8  # (symbol, count) pairs per slot
-    count_limit: int = 255  # a count reaching it halves its slot's (and a match bucket's) counts
+    context_entries: int = 16  # (symbol, count) pairs per slot
+    count_limit: int = 127  # a count reaching it halves its slot's (and a match bucket's) counts
     history_bits: int = 20  # log2 of the symbols of history kept for the match and column sources
     match_bits: int = 18  # log2 of the match model's hash table
-    context_weight: float = 0.5  # initial context weight, and the centre of its prior
+    context_weight: float = 0.3  # initial context weight, and the centre of its prior
     context_prior: float = 10.0  # prior mass kept in the context weights' metric (lambda_w for them)
 
     @classmethod
     def bytes_default(cls, **overrides) -> "OnlineConfig":
         """The default model for byte streams (logs, ``seqd compress``): a small GLNN plus context units."""
-        settings = dict(units=16, context_orders=(1, 2, 3, 4, 5, 6, 8, 12, 16, 24), column_context=True,
-                        word_context=True, match_min=8)
+        settings = dict(units=4, context_orders=(1, 2, 3, 4, 6, 8, 12, 16), column_context=True,
+                        word_context=True, match_min=6)
         settings.update(overrides)
         return cls(**settings)
 
