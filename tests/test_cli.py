@@ -45,13 +45,19 @@ def test_eval_reports_the_learners_code_length(tmp_path, capsys):
     data = b"2025-06-24 14:36:25 status installed libc-bin:amd64\n" * 40
     path = tmp_path / "app.log"
     path.write_bytes(data)
-    assert main(["eval", str(path), "--units", "6", "--window", "8", "--json"]) == 0
+    assert main(["eval", str(path), "--units", "6", "--window", "8", "--context-bits", "12", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    expected = OnlineLearner(OnlineConfig(units=6, window=8, alphabet_cap=256)).learn(data)
+    expected = OnlineLearner(OnlineConfig.bytes_default(units=6, window=8, context_bits=12)).learn(data)
     (result,) = out["files"]
     assert result["bytes"] == len(data)
     assert result["bits"] == pytest.approx(float(np.sum(expected)), rel=1e-12)
     assert out["config"]["units"] == 6 and out["overall"]["bits_per_byte"] < 8
+    # seed 000's GLNN alone, through the flags that switch the context units off
+    assert main(["eval", str(path), "--units", "6", "--context-orders", "", "--no-column-context",
+                 "--no-word-context", "--match-min", "0", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    expected = OnlineLearner(OnlineConfig(units=6, alphabet_cap=256)).learn(data)
+    assert out["files"][0]["bits"] == pytest.approx(float(np.sum(expected)), rel=1e-12)
 
 
 def test_eval_errors_are_one_line(tmp_path, capsys):
