@@ -6,18 +6,27 @@ import argparse
 import os
 import sys
 
-from . import eval_command, train_command
+from . import compress_command, eval_command, train_command
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors exit with 1, not argparse's 2: seqd's exit code 2 means a warning, as gzip's does."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="seqd",
         description="Learn symbol streams online with gated leaky neural networks trained by a Riemannian metric gradient.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     train_command.register(sub)
     eval_command.register(sub)
+    compress_command.register(sub)
     return parser
 
 

@@ -4,9 +4,10 @@ import doctest
 
 import pytest
 
+import seqd.core.container
 import seqd.core.online.learner
 
-MODULES = [seqd.core.online.learner]
+MODULES = [seqd.core.online.learner, seqd.core.container]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)

@@ -1,0 +1,277 @@
+"""The ``.sqd`` container: a header, independently decodable blocks, an end record (``docs/format.md``).
+
+Sans-I/O: the functions here turn bytes into bytes and parse records from a
+binary reader; files, pipes, progress and threads are the caller's business
+(``seqd compress`` / ``seqd decompress``).
+
+    >>> from seqd.core.container import compress, decompress
+    >>> data = b"2026-11-22 08:00:01 INFO started\\n" * 20
+    >>> packed = compress(data)
+    >>> decompress(packed) == data, len(packed) < len(data)
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import struct
+import zlib
+from dataclasses import dataclass
+from typing import BinaryIO, Iterator
+
+import numpy as np
+
+from . import coder
+from .online import OnlineConfig, OnlineLearner
+from .online.codec import decode_symbols, encode_symbols, freq_buffer, max_encoded_bytes
+
+MAGIC = b"\x89SQD\r\n\x1a\n"  # non-ASCII first byte and CR LF / ^Z / LF catch text-mode mangling, as PNG's does
+FORMAT_VERSION = 1
+DEFAULT_BLOCK_SIZE = 4 << 20
+MAX_BLOCK_SIZE = 1 << 30
+FRESH, CONTINUES = 0, 1  # a block starts a new learner, or continues the previous block's
+
+_HEAD = struct.Struct("<8sHHI")  # magic, version, reserved, header length
+_BLOCK = struct.Struct("<BIIII")  # kind, original length, payload length, crc32 original, crc32 payload
+_END = struct.Struct("<QI")  # total original length, crc32 of the whole original
+END_KIND = 0xFF
+
+
+# Named model configurations, frozen: a file names its preset and stores only the settings that differ.
+# Changing OnlineConfig.bytes_default() must add a new preset (tests/test_container.py checks it).
+PRESETS = {
+    "bytes-1": {
+        "activation": "tanh", "alphabet_cap": 256, "column_context": True, "context_bits": 16, "context_entries": 16,
+        "context_orders": [1, 2, 3, 4, 6, 8, 12, 16], "context_prior": 10.0, "context_weight": 0.3,
+        "count_limit": 127, "degree": 3, "history_bits": 20, "input_scale": 16.0, "match_bits": 18, "match_min": 6,
+        "max_transition_rate": 1.0, "method": "rbpm", "metric_discount": 0.0009765625, "metric_prior": 1.0,
+        "model": "glnn", "rate_growth": 1.1, "rate_shrink": 0.5, "seed": 0, "transition_rate": None, "units": 4,
+        "window": 16, "word_context": True, "writing_discount": 0.000244140625, "writing_prior": 1.0,
+        "writing_rate": 1.0,
+    },
+}
+PRESET = "bytes-1"
+
+
+class FormatError(ValueError):
+    """The input is not a valid ``.sqd`` stream; the message says what is wrong and where."""
+
+
+@dataclass
+class Header:
+    config: OnlineConfig
+    block_size: int
+    build: str  # what produced the file: seqd, numba and numpy versions, the CPU target (informative)
+    size: int = 0  # bytes the header took in the file it was read from
+
+    def to_bytes(self) -> bytes:
+        settings = json.loads(json.dumps(dataclasses.asdict(self.config)))  # tuples as lists, like the presets
+        changed = {k: v for k, v in settings.items() if PRESETS[PRESET].get(k, object()) != v}
+        meta = {"preset": PRESET, "config": changed, "block_size": self.block_size, "build": self.build}
+        body = json.dumps(meta, sort_keys=True, separators=(",", ":")).encode()
+        head = _HEAD.pack(MAGIC, FORMAT_VERSION, 0, len(body)) + body
+        return head + struct.pack("<I", zlib.crc32(head))
+
+
+def build_info() -> str:
+    """What wrote the file: seqd, Numba and NumPy versions and the CPU target (for error messages only)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import llvmlite.binding as llvm
+    import numba
+
+    try:
+        seqd_version = version("seqd")
+    except PackageNotFoundError:  # a checkout that is not installed
+        seqd_version = "unknown"
+    cpu = numba.config.CPU_NAME or llvm.get_host_cpu_name()
+    return f"seqd {seqd_version}, numba {numba.__version__}, numpy {np.__version__}, cpu {cpu}"
+
+
+def default_config() -> OnlineConfig:
+    return OnlineConfig.bytes_default()
+
+
+# -- writing ----------------------------------------------------------------------------------------
+
+class BlockEncoder:
+    """Codes blocks of bytes; a learner is kept between calls only for CONTINUES blocks."""
+
+    def __init__(self, config: OnlineConfig):
+        if config.alphabet_cap != 256:
+            raise ValueError(f"the container codes bytes: alphabet_cap must be 256, got {config.alphabet_cap}")
+        self.config = config
+        self.learner: OnlineLearner | None = None
+        self._freq = freq_buffer(256)
+
+    def encode(self, data: bytes, continues: bool = False, progress=None, step: int = 1 << 16) -> bytes:
+        """One block record: a fresh learner unless ``continues`` (and a previous block exists)."""
+        if not continues or self.learner is None:
+            self.learner = OnlineLearner(self.config)
+            continues = False
+        x = np.frombuffer(data, dtype=np.uint8).astype(np.int64)
+        out = np.zeros(max_encoded_bytes(len(x)), dtype=np.uint8)
+        cst = coder.encoder_state()
+        st, hyper, flags = self.learner.state, self.learner._hyper, self.learner._flags
+        for start in range(0, len(x), step):
+            encode_symbols(st, hyper, flags, x[start:start + step], cst, out, self._freq)
+            if progress is not None:
+                progress(min(start + step, len(x)))
+        payload = out[:coder.finish(cst, out)].tobytes()
+        return _BLOCK.pack(CONTINUES if continues else FRESH, len(data), len(payload), zlib.crc32(data),
+                           zlib.crc32(payload)) + payload
+
+
+def end_record(total_length: int, crc: int) -> bytes:
+    return struct.pack("<B", END_KIND) + _END.pack(total_length, crc)
+
+
+def compress(data: bytes, config: OnlineConfig | None = None, block_size: int = DEFAULT_BLOCK_SIZE) -> bytes:
+    """The whole ``.sqd`` file for ``data``, in memory (for files, ``seqd compress`` streams)."""
+    config = config or default_config()
+    check_block_size(block_size)
+    parts = [Header(config, block_size, build_info()).to_bytes()]
+    encoder = BlockEncoder(config)
+    for start in range(0, len(data), block_size):
+        parts.append(encoder.encode(data[start:start + block_size]))
+    parts.append(end_record(len(data), zlib.crc32(data)))
+    return b"".join(parts)
+
+
+def check_block_size(block_size: int) -> None:
+    if not 1 <= block_size <= MAX_BLOCK_SIZE:
+        raise ValueError(f"block size must be in [1, {MAX_BLOCK_SIZE}] bytes, got {block_size}")
+
+
+# -- reading ----------------------------------------------------------------------------------------
+
+@dataclass
+class Block:
+    index: int
+    offset: int  # of the block record in the file
+    kind: int
+    length: int
+    crc: int
+    payload: bytes
+    payload_ok: bool
+
+
+@dataclass
+class End:
+    total_length: int
+    crc: int
+
+
+def _read_exact(reader: BinaryIO, n: int, what: str, offset: int) -> bytes:
+    data = reader.read(n)
+    if len(data) != n:
+        raise FormatError(f"truncated file: {what} at byte {offset} is cut short ({len(data)} of {n} bytes)")
+    return data
+
+
+def read_header(reader: BinaryIO) -> Header:
+    head = reader.read(_HEAD.size)
+    if len(head) < len(MAGIC) or head[:len(MAGIC)] != MAGIC:
+        raise FormatError("not a seqd compressed file (wrong magic)")
+    if len(head) < _HEAD.size:
+        raise FormatError("truncated file: the header is cut short")
+    _, version, _, hlen = _HEAD.unpack(head)
+    if version > FORMAT_VERSION:
+        raise FormatError(f"format version {version} is newer than this seqd reads ({FORMAT_VERSION}): upgrade seqd")
+    if hlen > 1 << 20:
+        raise FormatError("damaged header (implausible length)")
+    body = _read_exact(reader, hlen, "the header", _HEAD.size)
+    (crc,) = struct.unpack("<I", _read_exact(reader, 4, "the header checksum", _HEAD.size + hlen))
+    if zlib.crc32(head + body) != crc:
+        raise FormatError("damaged header (checksum mismatch)")
+    try:
+        meta = json.loads(body)
+        if meta["preset"] not in PRESETS:
+            raise FormatError(f"model preset {meta['preset']!r} is newer than this seqd knows: upgrade seqd")
+        config = OnlineConfig(**{**PRESETS[meta["preset"]], **meta["config"]})
+        block_size = int(meta["block_size"])
+        check_block_size(block_size)
+    except FormatError:
+        raise
+    except (ValueError, TypeError, KeyError) as exc:
+        raise FormatError(f"damaged header: {exc}") from None
+    return Header(config, block_size, str(meta.get("build", "")), _HEAD.size + hlen + 4)
+
+
+def read_records(reader: BinaryIO, header: Header, offset: int) -> Iterator[Block | End]:
+    """Block records, then the End record; a record that cannot be framed is a FormatError."""
+    index = 0
+    while True:
+        kind_byte = reader.read(1)
+        if not kind_byte:
+            raise FormatError(f"truncated file: it ends after block {index} without its end record "
+                              "(the writer did not finish)")
+        kind = kind_byte[0]
+        if kind == END_KIND:
+            total, crc = _END.unpack(_read_exact(reader, _END.size, "the end record", offset))
+            yield End(total, crc)
+            return
+        rest = _read_exact(reader, _BLOCK.size - 1, f"block {index}'s record", offset)
+        kind, length, plen, crc, pcrc = _BLOCK.unpack(kind_byte + rest)
+        if kind not in (FRESH, CONTINUES) or length > header.block_size or plen > max_encoded_bytes(length):
+            raise FormatError(f"block {index} (at byte {offset}) is damaged: its record is not valid")
+        payload = _read_exact(reader, plen, f"block {index}", offset)
+        yield Block(index, offset, kind, length, crc, payload, zlib.crc32(payload) == pcrc)
+        offset += _BLOCK.size + plen
+        index += 1
+
+
+class BlockDecoder:
+    def __init__(self, config: OnlineConfig, writer: str = ""):
+        self.config = config
+        self.writer = writer
+        self.learner: OnlineLearner | None = None
+        self._freq = freq_buffer(256)
+
+    def decode(self, block: Block, progress=None, step: int = 1 << 16) -> bytes:
+        """The block's bytes; a FormatError naming the block when it is damaged."""
+        where = f"block {block.index} (at byte {block.offset})"
+        if not block.payload_ok:
+            self.learner = None
+            raise FormatError(f"{where} is damaged (payload checksum mismatch)")
+        if block.kind == CONTINUES and self.learner is None:
+            raise FormatError(f"{where} continues a block that could not be decoded")
+        if block.kind == FRESH:
+            self.learner = OnlineLearner(self.config)
+        data = np.frombuffer(block.payload, dtype=np.uint8)
+        cst = coder.decoder_state(data)
+        out = np.zeros(block.length, dtype=np.int64)
+        st, hyper, flags = self.learner.state, self.learner._hyper, self.learner._flags
+        for start in range(0, block.length, step):
+            decode_symbols(st, hyper, flags, data, cst, out[start:start + step], self._freq)
+            if progress is not None:
+                progress(min(start + step, block.length))
+        result = out.astype(np.uint8).tobytes()
+        if zlib.crc32(result) != block.crc:
+            self.learner = None
+            raise FormatError(f"{where} does not decode to its checksum: the file is damaged, or it was written "
+                              f"by a build whose arithmetic differs from this one (written by: "
+                              f"{self.writer or 'unknown'}; this is {build_info()})")
+        return result
+
+
+def decompress(data: bytes) -> bytes:
+    """Inverse of :func:`compress`; any damage is a FormatError."""
+    reader = io.BytesIO(data)
+    header = read_header(reader)
+    decoder = BlockDecoder(header.config, header.build)
+    parts, crc = [], 0
+    for record in read_records(reader, header, header.size):
+        if isinstance(record, End):
+            out = b"".join(parts)
+            if record.total_length != len(out) or record.crc != crc:
+                raise FormatError("the end record does not match the decoded data (damaged end record)")
+            if reader.read(1):
+                raise FormatError("unexpected data after the end record")
+            return out
+        part = decoder.decode(record)
+        crc = zlib.crc32(part, crc)
+        parts.append(part)
+    raise AssertionError("unreachable")

@@ -1,0 +1,141 @@
+"""``seqd compress`` / ``seqd decompress`` from the command line: files, pipes, flags, errors, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from seqd.daemon.cli import main
+
+LINES = b"".join(f"2026-11-22 08:{i % 60:02d}:{i % 59:02d} INFO worker-{i % 5} done job {i}\n".encode()
+                 for i in range(400))
+SEQD = [sys.executable, "-m", "seqd.daemon.cli"]
+
+
+def test_file_round_trip_like_gzip(tmp_path, capsys):
+    src = tmp_path / "app.log"
+    src.write_bytes(LINES)
+    assert main(["compress", str(src), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    packed = tmp_path / "app.log.sqd"
+    assert not src.exists() and packed.exists()  # the input goes, as with gzip
+    assert report["bytes_in"] == len(LINES) and report["bytes_out"] == packed.stat().st_size
+    assert report["bits_per_byte"] < 2
+    assert main(["decompress", str(packed)]) == 0
+    assert src.read_bytes() == LINES and not packed.exists()
+
+
+def test_keep_force_and_refusals(tmp_path, capsys):
+    src = tmp_path / "app.log"
+    src.write_bytes(LINES)
+    assert main(["compress", "-k", str(src)]) == 0
+    assert src.exists()
+    assert main(["compress", "-k", str(src)]) == 1  # refuses to overwrite silently
+    assert "already exists" in capsys.readouterr().err
+    assert main(["compress", "-k", "-f", str(src)]) == 0
+    assert main(["decompress", str(src)]) == 1
+    err = capsys.readouterr().err
+    assert "unknown suffix" in err and err.count("\n") == 1
+    out = tmp_path / "copy.log"
+    assert main(["decompress", "-k", str(tmp_path / "app.log.sqd"), str(out)]) == 0
+    assert out.read_bytes() == LINES
+    assert main(["compress", str(tmp_path / "missing.log")]) == 1
+    assert main(["compress", str(tmp_path)]) == 1
+    with pytest.raises(SystemExit) as stop:
+        main(["compress", "-k", "--block-size", "0", str(src)])
+    assert stop.value.code == 1  # a usage error is an error (1); 2 means a warning, as with gzip
+
+
+@pytest.mark.parametrize("flip", ["header", "payload", "end"])
+def test_damage_is_one_clear_line_and_leaves_no_output(tmp_path, capsys, flip):
+    src = tmp_path / "app.log"
+    src.write_bytes(LINES)
+    assert main(["compress", "-k", str(src)]) == 0
+    packed = tmp_path / "app.log.sqd"
+    data = bytearray(packed.read_bytes())
+    data[{"header": 20, "payload": len(data) // 2, "end": len(data) - 2}[flip]] ^= 0x40
+    bad = tmp_path / "bad.sqd"
+    bad.write_bytes(bytes(data))
+    assert main(["decompress", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("seqd decompress: error: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "bad").exists() and bad.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_salvage_keeps_the_good_blocks_with_exit_code_2(tmp_path, capsys):
+    src = tmp_path / "app.log"
+    src.write_bytes(LINES)
+    assert main(["compress", "-k", "--block-size", "4K", str(src)]) == 0
+    packed = (tmp_path / "app.log.sqd").read_bytes()
+    cut = tmp_path / "cut.sqd"
+    cut.write_bytes(packed[: len(packed) * 2 // 3])
+    out = tmp_path / "cut.log"
+    assert main(["decompress", str(cut), str(out)]) == 1
+    assert not out.exists()
+    assert main(["decompress", "--salvage", str(cut), str(out)]) == 2
+    got = out.read_bytes()
+    assert len(got) % 4096 == 0 and 0 < len(got) < len(LINES) and LINES.startswith(got)
+    assert "warning" in capsys.readouterr().err
+
+
+def test_pipes_and_threads(tmp_path):
+    packed = subprocess.run(SEQD + ["compress", "-T", "2", "--block-size", "8K"], input=LINES,
+                            capture_output=True, check=True).stdout
+    assert packed.startswith(b"\x89SQD")
+    plain = subprocess.run(SEQD + ["decompress", "-T", "2", "-", "-"], input=packed, capture_output=True, check=True)
+    assert plain.stdout == LINES and plain.stderr == b""
+
+
+def test_follow_writes_decodable_blocks_while_the_file_grows(tmp_path):
+    log = tmp_path / "live.log"
+    log.write_bytes(LINES[:2000])
+    out = tmp_path / "live.log.sqd"
+    proc = subprocess.Popen(SEQD + ["compress", "--follow", "--flush-seconds", "0.5", str(log)],
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        with open(log, "ab") as f:
+            f.write(LINES[2000:5000])
+        # while it runs, what is on disk decodes (salvage: no end record yet) to a prefix of the log
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            got = subprocess.run(SEQD + ["decompress", "--salvage", "-c", str(out)], capture_output=True)
+            if got.returncode == 2 and len(got.stdout) == 5000:
+                break
+        assert got.stdout == LINES[:5000]
+        with open(log, "ab") as f:
+            f.write(LINES[5000:])
+        time.sleep(1.5)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0, proc.stderr.read().decode()
+    assert log.exists()  # --follow keeps its input
+    done = subprocess.run(SEQD + ["decompress", "-c", str(out)], capture_output=True)
+    assert done.returncode == 0 and done.stdout == LINES
+
+
+def test_refuses_binary_to_a_terminal_and_bad_flags(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["compress", "--threads", "x"])
+    src = tmp_path / "a.log"
+    src.write_bytes(b"x")
+    assert main(["compress", "-k", "--threads", "-1", str(src)]) == 1
+    assert main(["compress", "--follow", "-"]) == 1
+    assert "needs a file" in capsys.readouterr().err
+
+
+def test_out_of_disk_is_a_clear_error(tmp_path, capsys):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    src = tmp_path / "a.log"
+    src.write_bytes(LINES)
+    code = subprocess.run(SEQD + ["compress", "-c", str(src)], stdout=open("/dev/full", "wb"), stderr=subprocess.PIPE)
+    assert code.returncode == 1
+    assert b"out of disk space" in code.stderr and b"Traceback" not in code.stderr

@@ -1,0 +1,222 @@
+"""The range coder, the learner-driven codec and the .sqd container (docs/format.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seqd.core import coder, container
+from seqd.core.container import FormatError, compress, decompress
+from seqd.core.online import OnlineConfig, OnlineLearner
+from seqd.core.online.codec import max_encoded_bytes
+
+LOGS = Path(__file__).resolve().parents[2] / "shared" / "data" / "logs"
+# small tables: a learner per test case stays cheap; the coder does not care about the model's size
+SMALL = OnlineConfig.bytes_default(context_bits=10, history_bits=12, match_bits=10)
+
+
+# -- the range coder alone ---------------------------------------------------------------------------
+
+def _encode_static(symbols, freq):
+    cum = np.concatenate([[0], np.cumsum(freq)])
+    st = coder.encoder_state()
+    out = np.zeros(4 * len(symbols) + 16, dtype=np.uint8)
+    for s in symbols:
+        coder.encode(st, out, int(cum[s]), int(freq[s]), int(cum[-1]))
+    return out[:coder.finish(st, out)].copy()
+
+
+def _decode_static(data, n, freq):
+    cum = np.concatenate([[0], np.cumsum(freq)])
+    st = coder.decoder_state(data)
+    got = []
+    for _ in range(n):
+        v = coder.target(st, int(cum[-1]))
+        s = int(np.searchsorted(cum, v, side="right") - 1)
+        coder.consume(st, data, int(cum[s]), int(freq[s]), int(cum[-1]))
+        got.append(s)
+    return got
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 5000), min_size=1, max_size=40), st.integers(0, 2**32 - 1), st.integers(0, 3000))
+def test_range_coder_round_trip_and_size(freq, seed, n):
+    freq = np.array(freq, dtype=np.int64)
+    total = int(freq.sum())
+    if total > 1 << 16:
+        freq = np.maximum(freq * (1 << 16) // total, 1)
+    rng = np.random.default_rng(seed)
+    symbols = rng.choice(len(freq), size=n, p=freq / freq.sum())
+    data = _encode_static(symbols, freq)
+    assert _decode_static(data, n, freq) == list(symbols)
+    ideal = -np.log2(freq[symbols] / freq.sum()).sum() / 8
+    # range truncation costs at most log2(1 / (1 - 2^16 / 2^24)) bits per symbol; 5 bytes of flush, 1 leading
+    assert len(data) <= ideal + n * 0.0057 / 8 + 7
+
+
+def test_carry_propagation_round_trip():
+    """Long runs of a near-certain symbol push low towards 0xFF.. and make carries run through the cache."""
+    freq = np.array([65535, 1], dtype=np.int64)
+    symbols = [0] * 5000 + [1] + [0] * 5000 + [1, 1, 0] * 50
+    data = _encode_static(symbols, freq)
+    assert _decode_static(data, len(symbols), freq) == symbols
+
+
+def test_quantize_keeps_every_symbol_codable():
+    pi = np.array([0.0, 1.0 - 1e-300, 1e-300, 0.0])
+    freq = np.zeros(4, dtype=np.int64)
+    total = coder.quantize(pi, 0, 4, freq)
+    assert freq.min() >= 1 and total == freq.sum() <= 1 << 16
+    total = coder.quantize(pi, 1, 4, freq)
+    assert freq[0] == 0 and freq[1:].min() >= 1 and total == freq.sum()
+    pi = np.full(300, 1 / 300)
+    freq = np.zeros(300, dtype=np.int64)
+    assert coder.quantize(pi, 0, 300, freq) <= 1 << 16
+
+
+# -- the container -----------------------------------------------------------------------------------
+
+STRUCTURED = [
+    b"",
+    b"a",
+    bytes(range(256)),
+    bytes(range(256))[::-1] * 3,
+    b"\x00" * 20000,
+    b"ab" * 5000 + b"c",
+    b"2026-11-22 08:00:01 INFO [main] started worker 17\n" * 60,
+]
+
+
+@pytest.mark.parametrize("data", STRUCTURED, ids=lambda d: f"{len(d)}B")
+def test_round_trip_structured(data):
+    packed = compress(data, SMALL)
+    assert decompress(packed) == data
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.binary(max_size=3000), st.integers(1, 4096))
+def test_round_trip_random(data, block_size):
+    assert decompress(compress(data, SMALL, block_size=block_size)) == data
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.sampled_from([b"GET /index.html 200\n", b"POST /api 500\n", b"0", b"1", b" ", b"\n"]),
+                max_size=300))
+def test_round_trip_text_like(parts):
+    data = b"".join(parts)
+    assert decompress(compress(data, SMALL)) == data
+
+
+def test_size_is_the_prequential_code_length_plus_a_small_overhead():
+    data = b"".join(f"2026-11-22 08:{i % 60:02d}:{i * 7 % 60:02d} node{i % 7} ok id={i * 7919 % 10007}\n".encode()
+                    for i in range(1500))
+    bits = OnlineLearner(SMALL).learn(data).sum()
+    packed = compress(data, SMALL)
+    header = len(container.Header(SMALL, container.DEFAULT_BLOCK_SIZE, container.build_info()).to_bytes())
+    framing = header + 17 + 13  # header, one block record, the end record
+    payload = len(packed) - framing
+    # quantisation floor (<= 2^-16 per other code) and range truncation (<= 2^-8): < 0.006 bits per symbol
+    assert bits / 8 <= payload + 1
+    assert payload <= bits / 8 + len(data) * 0.006 / 8 + 6, (payload, bits / 8)
+
+
+def test_every_single_byte_flip_is_detected():
+    data = b"user=alice action=login ok\nuser=bob action=logout ok\n" * 8
+    packed = compress(data, SMALL)
+    for i in range(len(packed)):
+        damaged = bytearray(packed)
+        damaged[i] ^= 0x01 << (i % 8)
+        with pytest.raises(FormatError):
+            decompress(bytes(damaged))
+
+
+def test_truncation_and_trailing_data_are_detected():
+    packed = compress(b"hello world\n" * 50, SMALL)
+    for cut in (0, 5, 20, len(packed) // 2, len(packed) - 1):
+        with pytest.raises(FormatError, match="truncated|wrong magic"):
+            decompress(packed[:cut])
+    with pytest.raises(FormatError, match="after the end record"):
+        decompress(packed + b"x")
+
+
+def test_header_errors_are_clear():
+    packed = compress(b"abc", SMALL)
+    with pytest.raises(FormatError, match="wrong magic"):
+        decompress(b"PK\x03\x04" + packed[4:])
+    newer = bytearray(packed)
+    newer[8] = container.FORMAT_VERSION + 1
+    with pytest.raises(FormatError, match="newer"):
+        decompress(bytes(newer))
+    head_len = int.from_bytes(packed[12:16], "little")
+    meta = json.loads(packed[16:16 + head_len])
+    meta["preset"] = "bytes-99"
+    body = json.dumps(meta).encode()
+    head = container.MAGIC + packed[8:12] + len(body).to_bytes(4, "little") + body
+    rebuilt = head + zlib.crc32(head).to_bytes(4, "little") + packed[16 + head_len + 4:]
+    with pytest.raises(FormatError, match="preset 'bytes-99' is newer"):
+        decompress(rebuilt)
+
+
+def test_blocks_are_independent():
+    data = bytes(np.random.default_rng(1).integers(97, 100, 5000, dtype=np.uint8))
+    packed = bytearray(compress(data, SMALL, block_size=1000))
+    header = container.read_header(__import__("io").BytesIO(bytes(packed)))
+    records = list(container.read_records(__import__("io").BytesIO(bytes(packed[header.size:])), header, header.size))
+    assert [r.kind for r in records[:-1]] == [container.FRESH] * 5
+    # damage block 2: every other block still decodes on its own
+    packed[records[2].offset + 25] ^= 0xFF
+    decoder = container.BlockDecoder(header.config)
+    reader = __import__("io").BytesIO(bytes(packed[header.size:]))
+    out = {}
+    for r in container.read_records(reader, header, header.size):
+        if isinstance(r, container.Block):
+            try:
+                out[r.index] = decoder.decode(r)
+            except FormatError as exc:
+                assert "block 2" in str(exc)
+    assert sorted(out) == [0, 1, 3, 4]
+    assert out[3] == data[3000:4000]
+
+
+def test_the_default_model_is_a_frozen_preset():
+    """Changing OnlineConfig.bytes_default() must add a preset, or old files would decode with new settings."""
+    settings_now = json.loads(json.dumps(dataclasses.asdict(OnlineConfig.bytes_default())))
+    assert settings_now == container.PRESETS[container.PRESET]
+
+
+@pytest.mark.skipif(not LOGS.is_dir(), reason="../shared/data/logs is absent: no real logs to round-trip")
+@pytest.mark.parametrize("name", sorted(p.name for p in LOGS.glob("*.log")) if LOGS.is_dir() else [])
+def test_round_trip_log_prefixes(name):
+    data = (LOGS / name).read_bytes()[:20000]
+    assert decompress(compress(data, SMALL, block_size=8192)) == data
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not LOGS.is_dir(), reason="../shared/data/logs is absent: no real logs to round-trip")
+@pytest.mark.parametrize("name", sorted(p.name for p in LOGS.glob("*.log")) if LOGS.is_dir() else [])
+def test_round_trip_whole_logs_default_model(name):
+    data = (LOGS / name).read_bytes()
+    assert decompress(compress(data)) == data
+
+
+def test_generic_cpu_target_decodes_a_host_compressed_file(tmp_path):
+    """Numba compiles for the host CPU; a file must decode identically when compiled for a generic target."""
+    data = b"".join(f"{i:05d} GET /item/{i * 31 % 977} 200 {i * 7 % 113}ms\n".encode() for i in range(800))
+    src = tmp_path / "a.sqd"
+    src.write_bytes(compress(data, SMALL))
+    env = {**os.environ, "NUMBA_CPU_NAME": "generic", "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    code = ("import sys; from seqd.core.container import decompress; "
+            "sys.stdout.buffer.write(decompress(open(sys.argv[1], 'rb').read()))")
+    proc = subprocess.run([sys.executable, "-c", code, str(src)], capture_output=True, env=env, timeout=1800)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    assert proc.stdout == data
