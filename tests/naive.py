@@ -26,6 +26,9 @@ and the output is the softmax of eq. (6)/(14).
 
 from __future__ import annotations
 
+import math
+from collections import Counter
+
 import numpy as np
 
 RBPM, RUOP, NO_MODULUS = 0, 1, 2
@@ -499,3 +502,254 @@ class Case:
 
     def __repr__(self):
         return f"Case({self.model}, {self.activation}, N={self.N}, D={self.D}, A={self.A}, T={self.T})"
+
+
+# -- context units (seqd.core.online.context), with dictionaries instead of hashing ---------
+#
+# Written from the module docstring of ``context.py`` and the sources' definitions: every
+# context is a dictionary key holding the context itself (a tuple of symbols, a (column,
+# symbol above) pair, a (field, word) pair), so no two contexts can ever share a table entry.
+# Only the bounded parts of the model are kept as the kernels keep them: ``entries``
+# (symbol, count) pairs per context, counts halved when one reaches ``limit``.
+
+CTX_ORDER, CTX_COLUMN, CTX_WORD, CTX_MATCH = 0, 1, 2, 3
+BEFORE_START = "before the stream"  # the symbol of a position before the stream, and "nothing above"
+LINE_END, FIELD_SEPARATORS = 10, (32, 9)
+COLUMN_CAP, FIELD_CAP = 1023, 255
+MATCH_VERIFY_LENGTH, MATCH_BUCKET_COUNT = 32, 24
+
+
+def is_word_symbol(symbol):
+    """Letters and digits (ASCII), and every byte >= 128, make words."""
+    return 48 <= symbol <= 57 or 65 <= symbol <= 90 or 97 <= symbol <= 122 or symbol >= 128
+
+
+def match_bucket(length):
+    """Lengths 0..15 one by one, then 16-23, 24-31, ... up to the last bucket."""
+    if length < 16:
+        return length
+    return min(16 + (length - 16) // 8, MATCH_BUCKET_COUNT - 1)
+
+
+def count_in_context(table, symbol, limit):
+    """Count ``symbol`` in one context's ordered list of [symbol, count] entries.
+
+    A symbol already counted (count > 0) gains one; a new one takes the first
+    entry of least count (free entries have count 0); when a count reaches
+    ``limit``, every count of the context becomes (c + 1) // 2.  Returns
+    (whether a counted symbol was evicted, whether the counts were halved).
+    """
+    held = [e for e, (y, c) in enumerate(table) if c > 0 and y == symbol]
+    evicted = False
+    if held:
+        e = held[0]
+    else:
+        e = min(range(len(table)), key=lambda i: table[i][1])  # the first of least count
+        evicted = table[e][1] > 0
+        table[e] = [symbol, 0]
+    table[e][1] += 1
+    halved = table[e][1] >= limit
+    if halved:
+        for entry in table:
+            entry[1] = (entry[1] + 1) // 2
+    return evicted, halved
+
+
+class ContextReference:
+    """The context sources of ``context.py``: order-k chain, column, word and match.
+
+    ``sources`` is a list of (kind, order) pairs as ``OnlineConfig.sources``.
+    :meth:`features` gives, per source, {symbol: x_s(symbol)} for the next
+    symbol; :meth:`observe` counts the symbol and appends it to the history.
+
+    * order k: the context is the tuple of the last k symbols (BEFORE_START for
+      positions before the stream);
+    * column: (column in the line capped at 1023, the symbol at that column of
+      the previous line or BEFORE_START); ``above_limit`` (None: unbounded) is
+      the longest previous line whose symbols are still known;
+    * word: (field number capped at 255, the current word as a tuple);
+    * match: the most recent earlier position whose preceding ``match_min``
+      symbols are the current last ``match_min``, looked up after each symbol
+      while no match is followed, verified backwards up to 32 symbols.
+
+    Nothing is ever lost unless :meth:`forget` / :meth:`forget_match` say so:
+    a test that drives the kernels' bounded, hashed tables beside this model
+    tells it which contexts lost their room to another.
+    """
+
+    def __init__(self, sources, cap, entries, limit, match_min, above_limit=None):
+        self.sources = [tuple(int(v) for v in src) for src in sources]
+        self.cap, self.entries, self.limit, self.match_min = cap, entries, limit, match_min
+        self.above_limit = above_limit
+        self.tables = [dict() for _ in self.sources]  # context -> list of [symbol, count]
+        self.order0 = {}
+        self.history = []
+        self.seen = []  # symbols in order of first appearance: the internal codes are 1, 2, ...
+        self.line, self.previous_line = [], []
+        self.field, self.word = 0, ()
+        self.latest = {}  # last match_min symbols -> the position that followed them, latest
+        self.match_length, self.match_at = 0, 0
+        self.longest_match = 0
+        self.hits = [0] * MATCH_BUCKET_COUNT
+        self.tries = [0] * MATCH_BUCKET_COUNT
+        self.events = Counter()  # what happened, so that a test can tell which paths it went through
+        self._contexts = {}
+
+    # -- the contexts -------------------------------------------------------------------
+    def context(self, s):
+        if s not in self._contexts:  # the contexts of the current position, computed once
+            self._contexts[s] = self._context(s)
+        return self._contexts[s]
+
+    def _context(self, s):
+        kind, order = self.sources[s]
+        t = len(self.history)
+        if kind == CTX_ORDER:
+            return tuple(self.history[i] if i >= 0 else BEFORE_START for i in range(t - order, t))
+        if kind == CTX_COLUMN:
+            col = len(self.line)
+            known = self.above_limit is None or len(self.previous_line) <= self.above_limit
+            above = self.previous_line[col] if known and col < len(self.previous_line) else BEFORE_START
+            return (min(col, COLUMN_CAP), above)
+        if kind == CTX_WORD:
+            return (min(self.field, FIELD_CAP), self.word)
+        raise ValueError(kind)
+
+    def found(self, s):
+        """Whether source s's current context has been counted before (match source: None)."""
+        if self.sources[s][0] == CTX_MATCH:
+            return None
+        return self.context(s) in self.tables[s]
+
+    def order0_probability(self, y):
+        """Krichevsky-Trofimov: (n(y) + 1/2) / (n + cap/2) over the whole stream."""
+        return (self.order0.get(y, 0) + 0.5) / (len(self.history) + 0.5 * self.cap)
+
+    # -- predictions --------------------------------------------------------------------
+    def features(self):
+        """[{symbol: x_s(symbol)} for each source]: the non-zero activities (and the match's vote)."""
+        out = []
+        chain = []  # (counts, n, u) of the orders below with a known context, lowest first
+
+        def interpolated(y):  # p_k(y) = (n_k(y) + u_k p_{k-1}(y)) / (n_k + u_k), from p_0 upwards
+            p = self.order0_probability(y)
+            for counts, n, u in chain:
+                p = (counts.get(y, 0) + u * p) / (n + u)
+            return p
+
+        for s, (kind, _) in enumerate(self.sources):
+            if kind == CTX_MATCH:
+                votes = {}
+                if self.match_length > 0:
+                    b = match_bucket(self.match_length)
+                    misses = self.tries[b] - self.hits[b]
+                    votes[self.history[self.match_at]] = math.log((self.hits[b] + 0.5) / (misses + 0.5))
+                out.append(votes)
+                continue
+            table = self.tables[s].get(self.context(s))
+            counts = {y: c for y, c in table if c > 0} if table is not None else {}
+            n, u = sum(counts.values()), len(counts)
+            if kind == CTX_ORDER:
+                out.append({y: math.log1p(c / (u * interpolated(y))) for y, c in counts.items()})
+                if u:
+                    chain.append((counts, n, u))
+            else:
+                out.append({y: math.log1p(c / (u * self.order0_probability(y))) for y, c in counts.items()})
+        return out
+
+    # -- learning -----------------------------------------------------------------------
+    def observe(self, symbol):
+        self._advance(symbol)
+        self._contexts = {}
+
+    def _advance(self, symbol):
+        for s, (kind, _) in enumerate(self.sources):
+            if kind == CTX_MATCH:
+                if self.match_length > 0:
+                    b = match_bucket(self.match_length)
+                    hit = self.history[self.match_at] == symbol
+                    self.tries[b] += 1
+                    self.hits[b] += int(hit)
+                    self.events["match hit" if hit else "match miss"] += 1
+                    if self.tries[b] >= self.limit:
+                        self.hits[b] = (self.hits[b] + 1) // 2
+                        self.tries[b] = (self.tries[b] + 1) // 2
+                        self.events["match halved"] += 1
+                    if hit:
+                        self.match_length += 1
+                        self.match_at += 1
+                        self.longest_match = max(self.longest_match, self.match_length)
+                    else:
+                        self.match_length = 0
+                continue
+            table = self.tables[s].setdefault(self.context(s), [[0, 0] for _ in range(self.entries)])
+            evicted, halved = count_in_context(table, symbol, self.limit)
+            self.events["evicted"] += evicted
+            self.events["halved"] += halved
+        if symbol not in self.order0:
+            self.seen.append(symbol)
+        self.order0[symbol] = self.order0.get(symbol, 0) + 1
+        self.history.append(symbol)
+        # lines, fields and words
+        if symbol == LINE_END:
+            self.previous_line, self.line = self.line, []
+            self.field, self.word = 0, ()
+        else:
+            self.line.append(symbol)
+            if symbol in FIELD_SEPARATORS:
+                self.field, self.word = self.field + 1, ()
+            elif is_word_symbol(symbol):
+                self.word = self.word + (symbol,)
+            else:
+                self.word = ()
+        # the match model: the latest position after the same match_min symbols
+        t, m = len(self.history), self.match_min
+        if m > 0 and t >= m:
+            key = tuple(self.history[t - m:])
+            if self.match_length == 0 and key in self.latest:
+                candidate = self.latest[key]
+                length = 0
+                while length < MATCH_VERIFY_LENGTH and length < candidate and \
+                        self.history[candidate - 1 - length] == self.history[t - 1 - length]:
+                    length += 1
+                if length >= m:
+                    self.match_length, self.match_at = length, candidate
+                    self.events["match found"] += 1
+                    self.events["match verified to the limit"] += length == MATCH_VERIFY_LENGTH
+            self.latest[key] = t
+
+    # -- bounded storage ------------------------------------------------------------------
+    def forget(self, s, context):
+        """Drop what source s counted in ``context``: a bounded table gave its room to another context."""
+        self.tables[s].pop(context, None)
+
+    def forget_match(self, key):
+        """Forget where the symbols ``key`` last occurred: a bounded match table gave their room away."""
+        self.latest.pop(key, None)
+
+    def codes(self):
+        """{symbol: internal code}: codes 1, 2, ... in order of first appearance (0 is the escape)."""
+        return {y: i + 1 for i, y in enumerate(self.seen)}
+
+
+def context_block_update(P, x, curv, err, w, discount, prior, centre, eta, updates):
+    """One symbol's context weights after one symbol (``kernels.context_writing_update``), densely.
+
+    The block's metric M = P^-1 is discounted by (1 - discount) and gains the
+    one-symbol Fisher term curv x x^T; the prior mass discount * prior * I per
+    contribution is given, as in ``metric_contribution``, to one coordinate at
+    a time: coordinate (updates mod S) gains S * discount * prior.  The step is
+    the Newton step M^-1 grad on the gradient of the log-loss plus the prior
+    centred on ``centre``; the error left for the network's weights is what
+    remains of ``err`` under the local quadratic model.
+
+    Returns (P after, step, w after, err after).
+    """
+    S = len(x)
+    M = (1.0 - discount) * np.linalg.inv(P) + curv * np.outer(x, x)
+    k = updates % S
+    M[k, k] += S * discount * prior
+    P_after = np.linalg.inv(M)
+    grad = err * x - discount * prior * (w - centre)
+    step = P_after @ grad
+    return P_after, step, w + eta * step, err - curv * eta * float(x @ step)
