@@ -6,7 +6,8 @@ import argparse
 import os
 import sys
 
-from . import compress_command, eval_command, train_command
+from . import compress_command, eval_command, serve_command, train_command
+from seqd.clients import commands as client_commands
 
 
 class _Parser(argparse.ArgumentParser):
@@ -27,6 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     train_command.register(sub)
     eval_command.register(sub)
     compress_command.register(sub)
+    serve_command.register(sub)
+    client_commands.register(sub)
     return parser
 
 

@@ -80,10 +80,15 @@ class OnlineLearner:
     def predict_proba(self) -> np.ndarray:
         """Probabilities of every symbol 0..cap-1 for the next step; unseen symbols share the escape mass."""
         width = predict_into(self.state, self._flags, self._proba)
-        cap = self.config.alphabet_cap
-        seen = width - 1
-        out = np.full(cap, self._proba[0] / (cap - seen) if seen < cap else 0.0)
-        out[self.state.symbol_of[1:width]] = self._proba[1:width]
+        return self.spread(self.config.alphabet_cap, self.state.symbol_of[1:width], self._proba[1:width],
+                           self._proba[0])
+
+    @staticmethod
+    def spread(cap: int, symbols, probs, escape: float) -> np.ndarray:
+        """Probabilities of all ``cap`` symbols: the seen ``symbols`` have ``probs``, the others share ``escape``."""
+        seen = len(symbols)
+        out = np.full(cap, escape / (cap - seen) if seen < cap else 0.0)
+        out[np.asarray(symbols, dtype=np.int64)] = probs
         return out
 
     def predict_one(self) -> int | None:

@@ -1,0 +1,119 @@
+"""The daemon's configuration: a TOML file (``seqd.toml``), every key optional, flags on top.
+
+    >>> cfg = ServeConfig.load(text='[server]\\napi = "tcp://127.0.0.1:7800"', overrides={"metrics_port": 0})
+    >>> cfg.api, cfg.pub, cfg.metrics_port
+    ('tcp://127.0.0.1:7800', 'tcp://127.0.0.1:7711', 0)
+
+Every default is below, with what it means; ``deploy/seqd.toml`` is the
+documented example.  A key the daemon does not know is an error (a typo must
+not silently leave a default in force).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+
+
+def default_state_dir() -> str:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "seqd")
+
+
+# section of the TOML file -> keys it holds (each key is a ServeConfig field)
+SECTIONS = {
+    "server": ("state_dir", "api", "pub", "metrics_host", "metrics_port", "workers"),
+    "limits": ("max_message_bytes", "max_batch_symbols", "max_streams", "max_queue_symbols", "max_state_bytes"),
+    "durability": ("fsync", "snapshot_interval_seconds", "snapshot_interval_symbols"),
+    "metrics": ("stream_labels",),
+    "security": ("curve_secret_key_file", "curve_authorized_keys_dir"),
+}
+MAX_LABELLED_STREAMS = 64
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    # [server]
+    state_dir: str = field(default_factory=default_state_dir)  # streams' snapshots and write-ahead logs
+    api: str = "tcp://127.0.0.1:7710"  # ROUTER: requests from DEALER clients (loopback by default)
+    pub: str = "tcp://127.0.0.1:7711"  # PUB: a prediction event per learned batch, by stream topic
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = 9710  # Prometheus text at http://metrics_host:metrics_port/metrics; 0: off
+    workers: int = 0  # learning threads; 0: one per core
+    # [limits]
+    max_message_bytes: int = 4 << 20  # larger frames are dropped by ZeroMQ itself (ZMQ_MAXMSGSIZE)
+    max_batch_symbols: int = 1 << 20
+    max_streams: int = 1024
+    max_queue_symbols: int = 4 << 20  # per stream, accepted but not yet learned; beyond it: "busy"
+    max_state_bytes: int = 8 << 30  # memory of all learners together (a byte stream's is about 50 MB)
+    # [durability]
+    fsync: bool = True  # acknowledge a batch only once its write-ahead log record is on disk
+    snapshot_interval_seconds: float = 300.0
+    snapshot_interval_symbols: int = 1 << 22  # also bounds the replay after a crash
+    # [metrics]
+    stream_labels: tuple[str, ...] = ()  # streams with their own labelled series (bounded)
+    # [security]
+    curve_secret_key_file: str | None = None  # a zmq.auth key file: enables CURVE on both sockets
+    curve_authorized_keys_dir: str | None = None  # clients' public key files; required with CURVE
+
+    def __post_init__(self):
+        object.__setattr__(self, "stream_labels", tuple(self.stream_labels))
+        for name in ("max_message_bytes", "max_batch_symbols", "max_streams", "max_queue_symbols",
+                     "max_state_bytes", "snapshot_interval_symbols"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not isinstance(self.workers, int) or self.workers < 0:
+            raise ValueError(f"workers must be a non-negative integer (0: one per core), got {self.workers!r}")
+        if not isinstance(self.metrics_port, int) or not 0 <= self.metrics_port <= 65535:
+            raise ValueError(f"metrics_port must be in [0, 65535], got {self.metrics_port!r}")
+        if not self.snapshot_interval_seconds > 0:
+            raise ValueError("snapshot_interval_seconds must be > 0")
+        if self.max_queue_symbols < self.max_batch_symbols:
+            raise ValueError("max_queue_symbols must be at least max_batch_symbols, or a full batch could never "
+                             "be accepted")
+        if len(self.stream_labels) > MAX_LABELLED_STREAMS:
+            raise ValueError(f"at most {MAX_LABELLED_STREAMS} streams may have labelled metrics "
+                             f"(Prometheus label sets must stay bounded), got {len(self.stream_labels)}")
+        if (self.curve_secret_key_file is None) != (self.curve_authorized_keys_dir is None):
+            raise ValueError("CURVE needs both curve_secret_key_file and curve_authorized_keys_dir")
+        for name in ("api", "pub"):
+            if "://" not in getattr(self, name):
+                raise ValueError(f"{name} must be a ZeroMQ endpoint such as tcp://127.0.0.1:7710, "
+                                 f"got {getattr(self, name)!r}")
+
+    @property
+    def worker_count(self) -> int:
+        return self.workers or os.cpu_count() or 1
+
+    @classmethod
+    def load(cls, path: str | os.PathLike | None = None, *, text: str | None = None,
+             overrides: dict | None = None) -> "ServeConfig":
+        """Defaults, then the TOML file (or ``text``), then ``overrides`` (flags; None values ignored)."""
+        settings: dict = {}
+        if path is not None:
+            text = Path(path).read_text()
+        if text is not None:
+            source = str(path) if path is not None else "configuration"
+            try:
+                doc = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as exc:
+                raise ValueError(f"{source}: {exc}") from None
+            for section, table in doc.items():
+                if section not in SECTIONS or not isinstance(table, dict):
+                    raise ValueError(f"{source}: unknown section [{section}]; known: "
+                                     f"{', '.join(f'[{s}]' for s in SECTIONS)}")
+                for key, value in table.items():
+                    if key not in SECTIONS[section]:
+                        raise ValueError(f"{source}: unknown key {key!r} in [{section}]; known: "
+                                         f"{', '.join(SECTIONS[section])}")
+                    settings[key] = value
+        settings.update({k: v for k, v in (overrides or {}).items() if v is not None})
+        known = {f.name for f in fields(cls)}
+        for key in settings:
+            if key not in known:
+                raise ValueError(f"unknown setting {key!r}")
+        config = cls(**settings)
+        return replace(config, state_dir=os.path.expanduser(config.state_dir))

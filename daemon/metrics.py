@@ -1,0 +1,107 @@
+"""Prometheus telemetry: event counters kept as they happen, stream gauges read at scrape time.
+
+Names follow the Prometheus conventions: a ``seqd_`` prefix, base units
+(seconds, bits), ``_total`` on counters, histograms for durations.  Labels are
+bounded: ``kind`` is a protocol operation (or ``invalid``), ``outcome`` is
+``ok`` or a protocol error code, and ``stream`` appears only for the streams
+named in the configuration (``[metrics] stream_labels``).
+
+The registry is passed in (tests use their own); nothing registers itself as
+a side effect of an import.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.process_collector import ProcessCollector
+
+if TYPE_CHECKING:
+    from .server import Server
+    from .streams import Stream
+
+# request latencies, from 50 µs (a predict answered from a view) to 5 s
+REQUEST_BUCKETS = (5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1.0, 5.0)
+# learning one batch (up to streams.CHUNK symbols at some 60,000 symbols/s)
+LEARN_BUCKETS = (1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.25, 0.5, 1.0, 2.0)
+
+
+class Telemetry:
+    """The daemon's metrics, on ``registry``."""
+
+    def __init__(self, registry: CollectorRegistry, server: "Server"):
+        self.requests = Counter("seqd_requests", "Requests answered, by operation and outcome.",
+                                ["kind", "outcome"], registry=registry)
+        self.request_seconds = Histogram("seqd_request_duration_seconds",
+                                         "Time from a request's arrival to its reply.", ["kind"],
+                                         buckets=REQUEST_BUCKETS, registry=registry)
+        self.learn_seconds = Histogram("seqd_learn_batch_duration_seconds", "Time a worker took to learn one batch.",
+                                       buckets=LEARN_BUCKETS, registry=registry)
+        self.symbols_accepted = Counter("seqd_symbols_accepted", "Symbols acknowledged (in a write-ahead log).",
+                                        registry=registry)
+        self.symbols_learned = Counter("seqd_symbols_learned", "Symbols learned, all streams together.",
+                                       registry=registry)
+        self.code_bits = Counter("seqd_code_bits", "Prequential code length of the learned symbols, in bits; "
+                                 "rate(seqd_code_bits_total) / rate(seqd_symbols_learned_total) is the "
+                                 "compression rate in bits per symbol.", registry=registry)
+        self.snapshots = Counter("seqd_snapshots", "Stream snapshots written.", registry=registry)
+        registry.register(StreamCollector(server))
+        ProcessCollector(registry=registry)
+
+    def request_done(self, kind: str, outcome: str, seconds: float) -> None:
+        self.requests.labels(kind, outcome).inc()
+        self.request_seconds.labels(kind).observe(seconds)
+
+    def batch_learned(self, stream: "Stream", symbols: int, bits: float, seconds: float) -> None:
+        self.symbols_learned.inc(symbols)
+        self.code_bits.inc(bits)
+        self.learn_seconds.observe(seconds)
+
+
+class StreamCollector:
+    """Reads the streams at scrape time (from the views the workers publish: no lock on a learner)."""
+
+    def __init__(self, server: "Server"):
+        self.server = server
+
+    def describe(self):
+        return []  # collected on every scrape; no fixed description
+
+    def collect(self):
+        server = self.server
+        streams = list(server.streams.values())
+        yield GaugeMetricFamily("seqd_streams", "Streams being served.", value=len(streams))
+        yield GaugeMetricFamily("seqd_streams_unavailable", "Streams whose files could not be restored.",
+                                value=len(server.unavailable))
+        yield GaugeMetricFamily("seqd_queue_symbols", "Symbols accepted and not yet learned, all streams.",
+                                value=sum(s.queued for s in streams))
+        yield GaugeMetricFamily("seqd_state_bytes", "Memory held by the learners.",
+                                value=sum(s.learner.state_bytes for s in streams))
+        labelled = [s for s in streams if s.name in server.config.stream_labels]
+        learned = CounterMetricFamily("seqd_stream_symbols_learned", "Symbols a stream has learned.",
+                                      labels=["stream"])
+        code = CounterMetricFamily("seqd_stream_code_bits", "A stream's prequential code length, in bits.",
+                                   labels=["stream"])
+        recent = GaugeMetricFamily("seqd_stream_bits_per_symbol",
+                                   "A stream's code length per symbol over its last 4096 symbols.", labels=["stream"])
+        queued = GaugeMetricFamily("seqd_stream_queue_symbols", "A stream's symbols waiting to be learned.",
+                                   labels=["stream"])
+        alphabet = GaugeMetricFamily("seqd_stream_alphabet_size", "Distinct symbols a stream has seen.",
+                                     labels=["stream"])
+        for s in labelled:
+            stats = s.view.stats
+            learned.add_metric([s.name], stats["position"])
+            code.add_metric([s.name], stats["code_bits"])
+            if stats["recent_bits_per_symbol"] is not None:
+                recent.add_metric([s.name], stats["recent_bits_per_symbol"])
+            queued.add_metric([s.name], s.queued)
+            alphabet.add_metric([s.name], stats["alphabet_size"])
+        yield from (learned, code, recent, queued, alphabet)
+
+
+def start_metrics_server(registry: CollectorRegistry, host: str, port: int):
+    """Serve ``registry`` at http://host:port/metrics in a thread; returns the HTTP server (``shutdown()``)."""
+    httpd, _thread = start_http_server(port, addr=host, registry=registry)
+    return httpd

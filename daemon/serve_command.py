@@ -1,0 +1,62 @@
+"""``seqd serve``: run the daemon until SIGTERM or SIGINT, then stop in order and exit 0."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+
+from .config import ServeConfig
+
+log = logging.getLogger("seqd")
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "serve", help="run the daemon: learn published streams, serve predictions and metrics",
+        description="Run the seqd daemon. Settings come from the defaults, then --config FILE (TOML, see "
+                    "deploy/seqd.toml), then these flags. SIGTERM or SIGINT: stop accepting, finish queued work, "
+                    "snapshot every stream, exit 0 (a second signal exits at once; the write-ahead logs still hold "
+                    "every acknowledged batch).",
+    )
+    p.add_argument("--config", metavar="FILE", help="TOML configuration file")
+    p.add_argument("--state-dir", metavar="DIR", help="streams' snapshots and write-ahead logs "
+                                                      "(default: $XDG_STATE_HOME/seqd or ~/.local/state/seqd)")
+    p.add_argument("--api", metavar="ENDPOINT", help="request socket (default tcp://127.0.0.1:7710)")
+    p.add_argument("--pub", metavar="ENDPOINT", help="prediction events (default tcp://127.0.0.1:7711)")
+    p.add_argument("--metrics-host", metavar="HOST", help="metrics HTTP address (default 127.0.0.1)")
+    p.add_argument("--metrics-port", metavar="N", type=int, help="metrics HTTP port (default 9710; 0: off)")
+    p.add_argument("--workers", metavar="N", type=int, help="learning threads (default: one per core)")
+    p.add_argument("--no-fsync", dest="fsync", action="store_const", const=False,
+                   help="acknowledge batches without waiting for the disk (faster; a machine crash may lose "
+                        "acknowledged batches)")
+    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .server import Server  # imports zmq and the kernels: only when serving
+
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    overrides = dict(state_dir=args.state_dir, api=args.api, pub=args.pub, metrics_host=args.metrics_host,
+                     metrics_port=args.metrics_port, workers=args.workers, fsync=args.fsync)
+    config = ServeConfig.load(args.config, overrides=overrides)
+    server = Server(config)
+    server.start()
+    print(f"seqd serving: api {server.api_endpoint}, events {server.pub_endpoint}, "
+          f"metrics {server.metrics_url or 'off'}, state {config.state_dir}", file=sys.stderr, flush=True)
+
+    def on_signal(signum, _frame):
+        if server._stop.is_set():
+            log.warning("second %s: exiting now (the write-ahead logs hold every acknowledged batch)",
+                        signal.Signals(signum).name)
+            os._exit(1)
+        server.request_stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    server.serve()
+    return 0

@@ -1,0 +1,543 @@
+"""The daemon: one I/O loop on ZeroMQ, worker threads that learn, streams that survive restarts.
+
+The I/O loop (:meth:`Server.serve`) owns every socket and every write-ahead
+log.  It takes the requests that are waiting (a burst), answers what it can
+at once from the streams' views, appends published batches to their logs,
+syncs each touched log once (group commit), and only then acknowledges the
+batches and hands them to the workers.  Workers run the Numba kernels, which
+release the GIL, so the loop keeps answering while streams learn; they report
+back through a queue and a wake-up socket, and the loop publishes their
+prediction events.  ``docs/daemon.md`` has the picture; ``docs/protocol.md``
+the messages.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import shutil
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import zmq
+from prometheus_client import CollectorRegistry
+
+from ..clients import protocol as P
+from ..clients.protocol import Reply, Request
+from .config import ServeConfig
+from .metrics import Telemetry, start_metrics_server
+from .streams import Stream, config_dict, make_config
+
+log = logging.getLogger("seqd")
+
+VERSION = "0.2.0"
+BURST = 256  # requests taken per turn of the loop before the logs are synced
+EVENT_TOP = 5  # symbols in each prediction event
+LEARN_RATE_HINT = 50_000  # symbols/s, to suggest how long a "busy" publisher should wait
+
+
+@dataclass
+class _Pending:
+    """A request whose reply waits: for a sync, a worker, or a position to be learned."""
+
+    identity: bytes
+    request: Request
+    t0: float
+    deadline: float = 0.0  # a waiting predict: when it times out
+    position: int = 0  # an accepted batch: the stream's length after it
+
+
+class Server:
+    def __init__(self, config: ServeConfig, *, registry: CollectorRegistry | None = None):
+        self.config = config
+        self.limits = P.Limits(max_message_bytes=config.max_message_bytes,
+                               max_batch_symbols=config.max_batch_symbols)
+        self.state_dir = Path(config.state_dir)
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.telemetry = Telemetry(self.registry, self)
+        self.streams: dict[str, Stream] = {}
+        self.unavailable: dict[str, str] = {}  # streams whose files could not be restored: name -> why
+        self.started = time.time()
+        self._ready: queue.SimpleQueue = queue.SimpleQueue()  # streams with work, for the workers
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()  # what workers did, for the loop
+        self._waiters: dict[str, list[_Pending]] = {}
+        self._stop = threading.Event()
+        self._workers: list[threading.Thread] = []
+        self._ctx = zmq.Context()
+        self._auth = None
+        self._metrics_http = None
+        self.api_endpoint = self.pub_endpoint = None
+
+    # -- start and stop ----------------------------------------------------------------------
+    def start(self) -> None:
+        """Restore every stream, bind the sockets, start the workers and the metrics endpoint."""
+        (self.state_dir / "streams").mkdir(parents=True, exist_ok=True)
+        self._empty_trash()
+        self._restore_streams()
+        self._router = self._ctx.socket(zmq.ROUTER)
+        self._pub = self._ctx.socket(zmq.PUB)
+        for sock in (self._router, self._pub):
+            sock.setsockopt(zmq.LINGER, 1000)
+        self._router.setsockopt(zmq.MAXMSGSIZE, self.config.max_message_bytes)
+        self._configure_curve()
+        self._router.bind(self.config.api)
+        self._pub.bind(self.config.pub)
+        self.api_endpoint = self._router.getsockopt_string(zmq.LAST_ENDPOINT)
+        self.pub_endpoint = self._pub.getsockopt_string(zmq.LAST_ENDPOINT)
+        self._wake = self._ctx.socket(zmq.PULL)
+        self._wake.bind("inproc://seqd-wake")
+        for i in range(self.config.worker_count):
+            t = threading.Thread(target=self._work, name=f"seqd-worker-{i}", daemon=True)
+            t.start()
+            self._workers.append(t)
+        if self.config.metrics_port:
+            self._metrics_http = start_metrics_server(self.registry, self.config.metrics_host,
+                                                      self.config.metrics_port)
+        log.info("seqd %s serving %d stream(s): api %s, pub %s, metrics %s, state %s, %d worker(s)", VERSION,
+                 len(self.streams), self.api_endpoint, self.pub_endpoint, self.metrics_url or "off", self.state_dir,
+                 len(self._workers))
+
+    @property
+    def metrics_url(self) -> str | None:
+        if not self._metrics_http:
+            return None
+        host, port = self._metrics_http.server_address[:2]
+        return f"http://{host}:{port}/metrics"
+
+    def request_stop(self) -> None:
+        """Begin an orderly stop (safe from a signal handler or another thread)."""
+        self._stop.set()
+
+    def _configure_curve(self) -> None:
+        if not self.config.curve_secret_key_file:
+            return
+        import zmq.auth
+        from zmq.auth.thread import ThreadAuthenticator
+        public, secret = zmq.auth.load_certificate(self.config.curve_secret_key_file)
+        if not secret:
+            raise ValueError(f"{self.config.curve_secret_key_file} holds no secret key")
+        self._auth = ThreadAuthenticator(self._ctx)
+        self._auth.start()
+        self._auth.configure_curve(domain="*", location=self.config.curve_authorized_keys_dir)
+        for sock in (self._router, self._pub):
+            sock.curve_secretkey, sock.curve_publickey, sock.curve_server = secret, public, True
+
+    # -- the loop ------------------------------------------------------------------------------
+    def serve(self) -> None:
+        """Run until :meth:`request_stop`, then finish queued work, snapshot every stream, and return."""
+        poller = zmq.Poller()
+        poller.register(self._router, zmq.POLLIN)
+        poller.register(self._wake, zmq.POLLIN)
+        next_housekeeping = 0.0
+        draining = False
+        try:
+            while True:
+                now = time.monotonic()
+                timeout = max(0.0, min([next_housekeeping - now] + self._deadlines()))
+                ready = dict(poller.poll(int(timeout * 1000) + 1))
+                if self._wake in ready:
+                    while self._wake.poll(0):
+                        self._wake.recv()
+                self._take_reports()
+                if self._router in ready:
+                    self._take_requests()
+                now = time.monotonic()
+                if now >= next_housekeeping:
+                    self._expire_waiters(now)
+                    self._snapshot_due(now)
+                    next_housekeeping = now + 0.25
+                if self._stop.is_set() and not draining:
+                    draining = True
+                    log.info("stopping: finishing queued work and writing snapshots")
+                    for stream in self.streams.values():
+                        if stream.accepted > stream.snapshot_position and not stream.snapshot_pending:
+                            self._enqueue(stream, ("snapshot", None))
+                if draining and not any(s.scheduled for s in self.streams.values()):
+                    self._take_reports()
+                    break
+        finally:
+            self._close()
+
+    def _deadlines(self) -> list[float]:
+        now = time.monotonic()
+        return [w.deadline - now for ws in self._waiters.values() for w in ws]
+
+    def _take_requests(self) -> None:
+        """A burst of requests; batches are acknowledged after one sync per touched log."""
+        acks: list[tuple[_Pending, Stream, np.ndarray]] = []
+        for _ in range(BURST):
+            try:
+                frames = self._router.recv_multipart(zmq.NOBLOCK, copy=True)
+            except zmq.Again:
+                break
+            t0 = time.perf_counter()
+            identity = frames[0]
+            if len(frames) != 2:
+                self._reply(identity, Reply.failure(0, P.BAD_REQUEST, f"a request is one frame, got "
+                                                                      f"{len(frames) - 1}"), "invalid", t0)
+                continue
+            try:
+                req = P.decode_request(frames[1], self.limits)
+            except P.ProtocolError as exc:
+                self._reply(identity, Reply.failure(P.request_id(frames[1]), exc.code, exc.message), "invalid", t0)
+                continue
+            pending = _Pending(identity, req, t0)
+            try:
+                reply = self._handle(pending, acks)
+            except P.ProtocolError as exc:
+                reply = Reply.failure(req.id, exc.code, exc.message)
+            except Exception as exc:  # a fault of ours: the daemon must survive it, and say so
+                log.exception("request %s %s failed", req.op, req.stream)
+                reply = Reply.failure(req.id, P.INTERNAL, f"{type(exc).__name__}: {exc}")
+            if reply is not None:
+                self._reply(identity, reply, req.op, t0)
+        if acks:
+            self._commit(acks)
+
+    def _commit(self, acks) -> None:
+        synced: dict[str, str | None] = {}
+        for _, stream, _ in acks:
+            if stream.name not in synced:
+                try:
+                    stream.log.sync()
+                    synced[stream.name] = None
+                except OSError as exc:
+                    stream.broken = f"write-ahead log could not be synced: {exc}"
+                    log.error("stream %s: %s", stream.name, stream.broken)
+                    synced[stream.name] = stream.broken
+        for pending, stream, symbols in acks:
+            req = pending.request
+            if synced[stream.name] is not None:
+                self._reply(pending.identity, Reply.failure(req.id, P.INTERNAL, synced[stream.name]), req.op,
+                            pending.t0)
+                continue
+            if stream.offer(symbols):
+                self._ready.put(stream)
+            self.telemetry.symbols_accepted.inc(len(symbols))
+            self._reply(pending.identity, Reply.success(req.id, stream=stream.name, position=pending.position,
+                                                        queued=stream.queued), req.op, pending.t0)
+
+    def _reply(self, identity: bytes, reply: Reply, op: str, t0: float) -> None:
+        outcome = "ok" if reply.ok else reply.code
+        self.telemetry.request_done(op, outcome, time.perf_counter() - t0)
+        try:
+            self._router.send_multipart([identity, P.encode_reply(reply)], zmq.NOBLOCK)
+        except zmq.ZMQError:  # the client is gone or its queue is full: it will time out and retry
+            pass
+
+    # -- requests --------------------------------------------------------------------------------
+    def _handle(self, pending: _Pending, acks: list) -> Reply | None:
+        req = pending.request
+        if req.op == "ping":
+            return Reply.success(req.id, server="seqd", version=VERSION, protocol=P.PROTOCOL_VERSION)
+        if req.op == "create":
+            return self._create(req)
+        if req.op == "stats" and req.stream is None:
+            return Reply.success(req.id, **self.server_stats())
+        if req.op == "publish" and self._stop.is_set():
+            return Reply.failure(req.id, P.SHUTTING_DOWN, "the server is stopping; publish again once it is back")
+        if req.op == "publish" and req.create and req.stream not in self.streams:
+            created = self._create(Request(id=req.id, op="create", stream=req.stream))
+            if not created.ok:
+                return created
+        stream = self._stream(req.stream)
+        if req.op == "publish":
+            return self._publish(pending, stream, acks)
+        if req.op == "predict":
+            if stream.view.position >= req.min_position:
+                return self._prediction(req, stream)
+            if req.wait_ms == 0:
+                return Reply.failure(req.id, P.TIMEOUT, f"stream {stream.name!r} has learned "
+                                     f"{stream.view.position} symbols, fewer than {req.min_position}")
+            pending.deadline = time.monotonic() + req.wait_ms / 1000
+            self._waiters.setdefault(stream.name, []).append(pending)
+            return None
+        if req.op == "stats":
+            return Reply.success(req.id, **self.stream_stats(stream))
+        if req.op == "snapshot":
+            self._enqueue(stream, ("snapshot", pending))
+            return None
+        if req.op == "drop":
+            return self._drop(req, stream)
+        raise P.ProtocolError(P.UNKNOWN_OP, f"unknown operation {req.op!r}")  # unreachable: Request checks
+
+    def _stream(self, name: str) -> Stream:
+        stream = self.streams.get(name)
+        if stream is None:
+            if name in self.unavailable:
+                raise P.ProtocolError(P.INTERNAL, f"stream {name!r} could not be restored: {self.unavailable[name]}")
+            raise P.ProtocolError(P.NO_SUCH_STREAM, f"no stream named {name!r}")
+        return stream
+
+    def _create(self, req: Request) -> Reply:
+        name = req.stream
+        if name in self.unavailable:
+            return Reply.failure(req.id, P.INTERNAL, f"stream {name!r} exists but could not be restored: "
+                                                     f"{self.unavailable[name]}")
+        try:
+            config = make_config(req.preset, req.config)
+        except ValueError as exc:
+            return Reply.failure(req.id, P.BAD_CONFIG, str(exc))
+        if name in self.streams:
+            existing = self.streams[name]
+            if req.exist_ok and (req.config is None and req.preset is None or existing.config == config):
+                return Reply.success(req.id, stream=name, created=False, config=config_dict(existing.config))
+            return Reply.failure(req.id, P.STREAM_EXISTS, f"stream {name!r} exists" +
+                                 (" with another configuration" if req.exist_ok else ""))
+        if len(self.streams) >= self.config.max_streams:
+            return Reply.failure(req.id, P.LIMIT, f"this server holds at most {self.config.max_streams} streams")
+        stream = Stream.create(name, self.state_dir / "streams" / name, config, fsync=self.config.fsync)
+        used = sum(s.learner.state_bytes for s in self.streams.values())
+        if used + stream.learner.state_bytes > self.config.max_state_bytes:
+            stream.log.close()
+            shutil.rmtree(stream.directory, ignore_errors=True)
+            return Reply.failure(req.id, P.LIMIT, f"a new stream of {stream.learner.state_bytes} bytes would take the "
+                                 f"learners past max_state_bytes = {self.config.max_state_bytes}")
+        self.streams[name] = stream
+        log.info("stream %s created (%d bytes of state)", name, stream.learner.state_bytes)
+        return Reply.success(req.id, stream=name, created=True, config=config_dict(config))
+
+    def _publish(self, pending: _Pending, stream: Stream, acks: list) -> Reply | None:
+        req = pending.request
+        if stream.broken:
+            return Reply.failure(req.id, P.INTERNAL, f"stream {stream.name!r} refuses batches until restart: "
+                                                     f"{stream.broken}")
+        if isinstance(req.symbols, bytes):
+            symbols = np.frombuffer(req.symbols, dtype=np.uint8)
+        else:
+            symbols = np.asarray(req.symbols, dtype=np.int64)
+        cap = stream.config.alphabet_cap
+        if int(symbols.max()) >= cap:
+            return Reply.failure(req.id, P.BAD_SYMBOL, f"symbol {int(symbols.max())} is outside stream "
+                                 f"{stream.name!r}'s alphabet [0, {cap})")
+        if req.position is not None and req.position != stream.accepted:
+            return Reply.failure(req.id, P.CONFLICT, f"stream {stream.name!r} holds {stream.accepted} symbols, "
+                                 f"not {req.position}")
+        if stream.queued + len(symbols) > self.config.max_queue_symbols:
+            wait = int(1000 * stream.queued / LEARN_RATE_HINT)
+            return Reply.failure(req.id, P.BUSY, f"stream {stream.name!r} has {stream.queued} symbols waiting to be "
+                                 "learned; retry later", retry_after_ms=min(max(wait, 10), 5000))
+        try:
+            stream.log.append(symbols)
+        except OSError as exc:
+            stream.broken = f"write-ahead log could not be written: {exc}"
+            log.error("stream %s: %s", stream.name, stream.broken)
+            return Reply.failure(req.id, P.INTERNAL, stream.broken)
+        pending.position = stream.accepted
+        acks.append((pending, stream, symbols.astype(np.int64)))
+        return None
+
+    def _prediction(self, req: Request, stream: Stream) -> Reply:
+        view = stream.view
+        result = dict(stream=stream.name, position=view.position, top=view.top(req.top or len(view.symbols)),
+                      escape=view.escape, alphabet_size=len(view.symbols))
+        if req.top == 0:
+            result["distribution"] = view.distribution()
+        return Reply.success(req.id, **result)
+
+    def _drop(self, req: Request, stream: Stream) -> Reply:
+        del self.streams[stream.name]
+        stream.log.close()
+        trash = self.state_dir / "trash" / f"{stream.name}.{uuid.uuid4().hex}"
+        trash.parent.mkdir(exist_ok=True)
+        os.replace(stream.directory, trash)
+        self._enqueue(stream, ("drop", trash))
+        for waiter in self._waiters.pop(stream.name, []):
+            self._reply(waiter.identity, Reply.failure(waiter.request.id, P.NO_SUCH_STREAM,
+                                                       f"stream {stream.name!r} was dropped"), "predict", waiter.t0)
+        log.info("stream %s dropped", stream.name)
+        return Reply.success(req.id, stream=stream.name, dropped=True)
+
+    def _enqueue(self, stream: Stream, item: tuple) -> None:
+        if stream.request(item):
+            self._ready.put(stream)
+
+    # -- statistics --------------------------------------------------------------------------------
+    def stream_stats(self, stream: Stream) -> dict:
+        view = stream.view
+        return dict(view.stats, stream=stream.name, accepted=stream.accepted, queued=stream.queued,
+                    config=config_dict(stream.config), state_bytes=stream.learner.state_bytes,
+                    created=stream.created, uptime_seconds=time.time() - stream.started)
+
+    def server_stats(self) -> dict:
+        return dict(server="seqd", version=VERSION, uptime_seconds=time.time() - self.started,
+                    streams=sorted(self.streams), queued=sum(s.queued for s in self.streams.values()),
+                    symbols_learned=sum(s.view.position for s in self.streams.values()),
+                    unavailable=dict(self.unavailable))
+
+    # -- what the workers did ----------------------------------------------------------------------
+    def _work(self) -> None:
+        wake = self._ctx.socket(zmq.PUSH)
+        wake.connect("inproc://seqd-wake")
+        try:
+            while True:
+                stream = self._ready.get()
+                if stream is None:
+                    return
+                try:
+                    kind, detail, more = stream.run_next()
+                except Exception as exc:  # a learner that raised is in an unknown state: stop feeding it
+                    log.exception("stream %s: worker failed", stream.name)
+                    with stream.lock:
+                        stream.broken = f"learning failed: {type(exc).__name__}: {exc}"
+                        stream.queue.clear()
+                        stream.queued = 0
+                        stream.scheduled = False
+                    kind, detail, more = "fault", str(exc), False
+                if kind is not None:
+                    self._outbox.put((kind, stream, detail))
+                    wake.send(b"", zmq.NOBLOCK)
+                if more:
+                    self._ready.put(stream)
+        finally:
+            wake.close(linger=0)
+
+    def _take_reports(self) -> None:
+        while True:
+            try:
+                kind, stream, detail = self._outbox.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                if kind == "batch":
+                    symbols, bits, seconds = detail
+                    self.telemetry.batch_learned(stream, symbols, bits, seconds)
+                    self._publish_event(stream, symbols, bits)
+                    self._wake_waiters(stream)
+                elif kind == "snapshot":
+                    requester, result = detail
+                    self._snapshot_done(stream, requester, result)
+            except Exception:  # a fault of ours in the bookkeeping: log it, keep serving
+                log.exception("stream %s: handling a worker's %s report failed", stream.name, kind)
+
+    def _publish_event(self, stream: Stream, symbols: int, bits: float) -> None:
+        view = stream.view
+        event = P.Event(stream=stream.name, position=view.position, symbols=symbols, bits=bits,
+                        top=tuple((s, p) for s, p in view.top(EVENT_TOP)), escape=view.escape)
+        try:
+            self._pub.send_multipart(P.encode_event(event), zmq.NOBLOCK)
+        except zmq.ZMQError:
+            pass
+
+    def _wake_waiters(self, stream: Stream) -> None:
+        waiters = self._waiters.get(stream.name)
+        if not waiters:
+            return
+        position = stream.view.position
+        keep = []
+        for w in waiters:
+            if w.request.min_position <= position:
+                self._reply(w.identity, self._prediction(w.request, stream), "predict", w.t0)
+            else:
+                keep.append(w)
+        self._waiters[stream.name] = keep
+
+    def _expire_waiters(self, now: float) -> None:
+        for name, waiters in list(self._waiters.items()):
+            keep = []
+            for w in waiters:
+                if w.deadline <= now:
+                    self._reply(w.identity, Reply.failure(w.request.id, P.TIMEOUT, f"stream {name!r} did not reach "
+                                f"position {w.request.min_position} within {w.request.wait_ms} ms"), "predict", w.t0)
+                else:
+                    keep.append(w)
+            if keep:
+                self._waiters[name] = keep
+            else:
+                del self._waiters[name]
+
+    def _snapshot_due(self, now: float) -> None:
+        c = self.config
+        for stream in self.streams.values():
+            if stream.snapshot_pending or stream.broken:
+                continue
+            behind = stream.view.position - stream.snapshot_position
+            if behind >= c.snapshot_interval_symbols or (
+                    behind > 0 and now - stream.snapshot_time >= c.snapshot_interval_seconds):
+                self._enqueue(stream, ("snapshot", None))
+
+    def _snapshot_done(self, stream: Stream, requester: _Pending | None, result) -> None:
+        if isinstance(result, Exception):
+            log.error("stream %s: snapshot failed: %s", stream.name, result)
+            reply = Reply.failure(requester.request.id, P.INTERNAL, f"snapshot failed: {result}") if requester else None
+        else:
+            stream.snapshot_position = result
+            if self.streams.get(stream.name) is stream:
+                try:
+                    stream.log.checkpoint(result)
+                except OSError as exc:
+                    log.error("stream %s: old log segments not removed: %s", stream.name, exc)
+            self.telemetry.snapshots.inc()
+            reply = Reply.success(requester.request.id, stream=stream.name, position=result) if requester else None
+        if reply is not None:
+            self._reply(requester.identity, reply, "snapshot", requester.t0)
+
+    # -- recovery ------------------------------------------------------------------------------------
+    def _restore_streams(self) -> None:
+        dirs = sorted(p for p in (self.state_dir / "streams").iterdir() if p.is_dir())
+        if not dirs:
+            return
+        t0 = time.perf_counter()
+        results: dict[Path, object] = {}
+
+        def restore(path: Path) -> None:
+            try:
+                results[path] = Stream.open(path, fsync=self.config.fsync)
+            except Exception as exc:
+                results[path] = exc
+
+        pending = list(dirs)
+        threads = []
+        for _ in range(min(self.config.worker_count, len(pending))):
+            def run():
+                while True:
+                    try:
+                        path = pending.pop()
+                    except IndexError:
+                        return
+                    restore(path)
+            t = threading.Thread(target=run)
+            t.start()
+            threads.append(t)
+        for t in threads:
+            t.join()
+        for path in dirs:
+            result = results[path]
+            if isinstance(result, Stream):
+                self.streams[result.name] = result
+            else:
+                why = f"{type(result).__name__}: {result}"
+                self.unavailable[path.name] = why
+                log.error("stream %s could not be restored (its files are left as they are): %s", path.name, why)
+        log.info("restored %d stream(s) in %.1f s", len(self.streams), time.perf_counter() - t0)
+
+    def _empty_trash(self) -> None:
+        trash = self.state_dir / "trash"
+        if trash.exists():
+            shutil.rmtree(trash, ignore_errors=True)
+
+    def _close(self) -> None:
+        for _ in self._workers:
+            self._ready.put(None)
+        for t in self._workers:
+            t.join()
+        self._take_reports()
+        for stream in self.streams.values():
+            try:
+                stream.log.close()
+            except OSError as exc:
+                log.error("stream %s: closing its log: %s", stream.name, exc)
+        if self._metrics_http:
+            self._metrics_http.shutdown()
+            self._metrics_http.server_close()
+        if self._auth:
+            self._auth.stop()
+        for sock in (self._router, self._pub, self._wake):
+            sock.close()
+        self._ctx.term()
+        log.info("stopped")

@@ -1,0 +1,276 @@
+"""One named stream: its learner, its queue of accepted batches, its files, and what it serves.
+
+Threads and ownership (``docs/daemon.md``):
+
+* the **I/O loop** accepts batches: it checks them, appends them to the
+  write-ahead log (:mod:`.wal`) and queues them (:meth:`Stream.offer`);
+* a **worker** learns them, one stream at a time per worker, so each learner
+  has a single writer (:meth:`Stream.run_next`);
+* after each batch the worker publishes an immutable :class:`View` of the
+  learner (next-symbol distribution and statistics).  The I/O loop answers
+  ``predict`` and ``stats`` from the latest view and never reads the learner's
+  arrays while a worker writes them.
+
+Files, in ``<state_dir>/streams/<name>/``: ``stream.json`` (the model
+configuration, written once at creation), ``snapshot`` (the learner at some
+position, replaced atomically), and the log segments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import struct
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..core.online import OnlineConfig, OnlineLearner
+from . import wal
+
+SNAPSHOT_MAGIC = b"SEQDSNP\x00"
+_SNAP_HEAD = struct.Struct("<8sQ")  # magic, stream position
+RECENT = 4096  # symbols over which the "recent" bits/symbol is taken
+CHUNK = 1 << 16  # a worker learns at most this many symbols before it yields to other streams
+
+PRESETS = {
+    "bytes": OnlineConfig.bytes_default,  # a small GLNN plus context units: logs, text, bytes
+    "glnn": OnlineConfig,  # seed 000's GLNN alone
+}
+
+
+def make_config(preset: str | None, overrides: dict | None) -> OnlineConfig:
+    """The model configuration of a new stream; ValueError with the reason when refused."""
+    preset = preset or "bytes"
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+    known = {f.name for f in dataclasses.fields(OnlineConfig)}
+    unknown = set(overrides or {}) - known
+    if unknown:
+        raise ValueError(f"unknown model setting(s) {', '.join(sorted(unknown))}")
+    try:
+        return PRESETS[preset](**(overrides or {}))
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def config_dict(config: OnlineConfig) -> dict:
+    out = dataclasses.asdict(config)
+    out["context_orders"] = list(out["context_orders"])
+    return out
+
+
+@dataclass(frozen=True)
+class View:
+    """What a stream serves at one position, computed by the worker, read by the I/O loop."""
+
+    position: int
+    symbols: np.ndarray  # seen symbols, most probable first (ties: smaller symbol first)
+    probs: np.ndarray  # their probabilities
+    escape: float  # probability of a symbol not seen yet
+    alphabet_cap: int
+    stats: dict
+
+    @classmethod
+    def of(cls, learner: OnlineLearner, position: int, stats: dict) -> "View":
+        dist = learner.predict_proba_one()
+        escape = dist.pop(None)
+        symbols = np.fromiter(dist.keys(), dtype=np.int64, count=len(dist))
+        probs = np.fromiter(dist.values(), dtype=np.float64, count=len(dist))
+        order = np.lexsort((symbols, -probs))
+        return cls(position, symbols[order], probs[order], escape, learner.config.alphabet_cap, stats)
+
+    def top(self, k: int) -> list[list]:
+        return [[int(s), float(p)] for s, p in zip(self.symbols[:k], self.probs[:k])]
+
+    def distribution(self) -> list[float]:
+        """Every symbol's probability; the unseen share the escape mass (as ``OnlineLearner.predict_proba``)."""
+        return OnlineLearner.spread(self.alphabet_cap, self.symbols, self.probs, self.escape).tolist()
+
+
+class Stream:
+    def __init__(self, name: str, directory: Path, learner: OnlineLearner, position: int, *,
+                 created: float, fsync: bool):
+        self.name = name
+        self.directory = directory
+        self.learner = learner
+        self.config = learner.config
+        self.created = created
+        self.started = time.time()
+        self.snapshot_position = position
+        self.snapshot_time = time.monotonic()
+        self.log = wal.WriteAheadLog(directory, wal.itemsize_for(self.config.alphabet_cap), position, fsync=fsync)
+        self.lock = threading.Lock()  # guards the queue, `scheduled`, `queued` and the flags below
+        self.queue: deque = deque()  # ("batch", start, symbols) | ("snapshot", requester) | ("drop", path)
+        self.queued = 0  # accepted symbols not yet learned
+        self.scheduled = False  # a worker holds it, or it waits in the ready queue
+        self.snapshot_pending = False
+        self.dropped = False
+        self.broken: str | None = None  # the log could not be written: no more publishes until restart
+        self.code_bits = 0.0
+        self._recent = np.zeros(RECENT)
+        self.view = View.of(learner, position, self._stats(position))
+
+    # -- the I/O loop's side ------------------------------------------------------------------
+    @property
+    def accepted(self) -> int:
+        return self.log.position
+
+    def offer(self, symbols: np.ndarray) -> bool:
+        """Queue a batch the log holds; returns True when the stream must be handed to a worker."""
+        with self.lock:
+            self.queue.append(("batch", self.log.position - len(symbols), symbols))
+            self.queued += len(symbols)
+            return self._schedule()
+
+    def request(self, item: tuple) -> bool:
+        """Queue a snapshot or the drop, in order after the batches before it."""
+        with self.lock:
+            if item[0] == "drop":
+                self.queue.clear()
+                self.queued = 0
+                self.dropped = True
+            elif item[0] == "snapshot":
+                self.snapshot_pending = True
+            self.queue.append(item)
+            return self._schedule()
+
+    def _schedule(self) -> bool:
+        if self.scheduled:
+            return False
+        self.scheduled = True
+        return True
+
+    # -- a worker's side ----------------------------------------------------------------------
+    def run_next(self):
+        """Do the next queued piece of work; returns (kind, detail, more) for the I/O loop.
+
+        ``more`` is True when work is left, and the caller puts the stream back
+        in the ready queue (after the other streams: round robin).
+        """
+        with self.lock:
+            if not self.queue:
+                self.scheduled = False
+                return None, None, False
+            kind, *args = self.queue[0]
+            if kind == "batch" and len(args[1]) > CHUNK:  # learn a long batch in pieces, between other streams
+                start, symbols = args
+                self.queue[0] = ("batch", start + CHUNK, symbols[CHUNK:])
+                args = [start, symbols[:CHUNK]]
+            else:
+                self.queue.popleft()
+        if kind == "batch":
+            detail = self._learn(args[1])
+        elif kind == "snapshot":
+            try:
+                detail = (args[0], self._write_snapshot())
+            except OSError as exc:  # disk full, say: the log still holds everything; report, go on learning
+                detail = (args[0], exc)
+        else:  # drop: the directory was already moved aside by the I/O loop
+            shutil.rmtree(args[0], ignore_errors=True)
+            detail = None
+        with self.lock:
+            if kind == "batch":
+                self.queued -= len(args[1])
+            if kind == "snapshot":
+                self.snapshot_pending = any(item[0] == "snapshot" for item in self.queue)
+            more = bool(self.queue)
+            if not more:
+                self.scheduled = False
+        return kind, detail, more
+
+    def _learn(self, symbols: np.ndarray) -> tuple[int, float, float]:
+        t0 = time.perf_counter()
+        bits = self.learner.learn(symbols)
+        seconds = time.perf_counter() - t0
+        batch_bits = float(bits.sum())
+        self.code_bits += batch_bits
+        tail = bits[-RECENT:]
+        self._recent = np.concatenate((self._recent[len(tail):], tail))
+        position = self.view.position + len(symbols)
+        self.view = View.of(self.learner, position, self._stats(position))
+        return len(symbols), batch_bits, seconds
+
+    def _stats(self, position: int) -> dict:
+        s = self.learner.stats
+        recent_n = min(position, RECENT)
+        return {
+            "position": position,
+            "bits_per_symbol": self.code_bits / position if position else None,
+            "recent_bits_per_symbol": float(self._recent[RECENT - recent_n:].sum()) / recent_n if recent_n else None,
+            "code_bits": self.code_bits,
+            "alphabet_size": s["alphabet_size"],
+            "alphabet_cap": self.config.alphabet_cap,
+            "writing_rate": s["writing_rate"],
+            "transition_rate": s["transition_rate"],
+            "windows": s["windows"],
+            "rejected_windows": s["rejected_windows"],
+        }
+
+    def _write_snapshot(self) -> int:
+        """The learner and its statistics, atomically: temporary file, fsync, rename, fsync of the folder."""
+        position = self.view.position
+        blob = _SNAP_HEAD.pack(SNAPSHOT_MAGIC, position) + json.dumps(
+            {"code_bits": self.code_bits, "recent": self._recent.tolist()}).encode() + b"\n" + self.learner.to_bytes()
+        _write_atomically(self.directory / "snapshot", blob)
+        self.snapshot_time = time.monotonic()
+        return position
+
+    # -- creation and recovery ----------------------------------------------------------------
+    @classmethod
+    def create(cls, name: str, directory: Path, config: OnlineConfig, *, fsync: bool) -> "Stream":
+        directory.mkdir(parents=True)
+        created = time.time()
+        meta = {"name": name, "created": created, "config": config_dict(config)}
+        _write_atomically(directory / "stream.json", json.dumps(meta, indent=1).encode())
+        return cls(name, directory, OnlineLearner(config), 0, created=created, fsync=fsync)
+
+    @classmethod
+    def open(cls, directory: Path, *, fsync: bool) -> "Stream":
+        """Restore a stream: its snapshot, then the batches its log holds after it (same bits as before)."""
+        meta = json.loads((directory / "stream.json").read_text())
+        config = OnlineConfig(**meta["config"])
+        position, code_bits, recent, learner = 0, 0.0, None, None
+        snap = directory / "snapshot"
+        if snap.exists():
+            data = snap.read_bytes()
+            magic, position = _SNAP_HEAD.unpack_from(data)
+            if magic != SNAPSHOT_MAGIC:
+                raise ValueError(f"{snap}: not a seqd stream snapshot")
+            end = data.index(b"\n", _SNAP_HEAD.size)
+            extra = json.loads(data[_SNAP_HEAD.size:end])
+            learner = OnlineLearner.from_bytes(data[end + 1:])
+            if learner.config != config:
+                raise ValueError(f"{snap}: its model configuration differs from stream.json")
+            code_bits, recent = extra["code_bits"], np.asarray(extra["recent"], dtype=np.float64)
+        learner = learner or OnlineLearner(config)
+        itemsize = wal.itemsize_for(config.alphabet_cap)
+        bits = [np.zeros(0)]
+        learned = position
+        for batch in wal.replay(directory, itemsize, position):
+            bits.append(learner.learn(batch))
+            learned += len(batch)
+        replayed = np.concatenate(bits)
+        stream = cls(meta["name"], directory, learner, learned, created=meta["created"], fsync=fsync)
+        stream.code_bits = code_bits + float(replayed.sum())
+        recent = np.zeros(RECENT) if recent is None else recent
+        stream._recent = np.concatenate((recent, replayed))[-RECENT:]
+        stream.snapshot_position = position
+        stream.view = View.of(learner, learned, stream._stats(learned))
+        return stream
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    wal.fsync_dir(path.parent)
