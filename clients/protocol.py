@@ -239,9 +239,10 @@ def decode_request(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Request:
 
 def request_id(data: bytes) -> int:
     """The ``id`` of a request that failed to decode, or 0: so that even a refusal can be matched."""
+    n = len(data)  # no container can hold more items than the frame has bytes: allocation stays bounded
     try:
-        body = msgpack.unpackb(data, raw=False, max_str_len=256, max_bin_len=0, max_array_len=0,
-                               max_map_len=32, strict_map_key=False)
+        body = msgpack.unpackb(data, raw=False, max_str_len=n, max_bin_len=n, max_array_len=n, max_map_len=n,
+                               max_ext_len=0, strict_map_key=False)
         rid = body.get("id") if isinstance(body, dict) else None
         return rid if isinstance(rid, int) and not isinstance(rid, bool) and 0 <= rid < 2**64 else 0
     except Exception:

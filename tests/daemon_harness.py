@@ -1,0 +1,124 @@
+"""A real seqd server for tests: in this process (a thread) or as a ``seqd serve`` subprocess, on loopback.
+
+Requests go through the protocol module over a plain DEALER socket, so these
+tests exercise the daemon alone; the client library has tests of its own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import zmq
+
+from seqd.clients import protocol as P
+from seqd.daemon.config import ServeConfig
+from seqd.daemon.server import Server
+
+# a byte-stream model small enough for tests: the default's sources, with small tables
+SMALL_BYTES = {"context_bits": 10, "history_bits": 12, "match_bits": 10, "units": 4}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Caller:
+    """Requests over one DEALER socket; replies matched by id."""
+
+    def __init__(self, endpoint: str, timeout: float = 30.0):
+        self.ctx = zmq.Context.instance()
+        self.sock = self.ctx.socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.connect(endpoint)
+        self.timeout = timeout
+        self._ids = itertools.count(1)
+
+    def raw(self, *frames: bytes) -> None:
+        self.sock.send_multipart(list(frames))
+
+    def reply(self, timeout: float | None = None) -> P.Reply:
+        if not self.sock.poll(int(1000 * (timeout or self.timeout))):
+            raise TimeoutError("no reply from the server")
+        return P.decode_reply(self.sock.recv())
+
+    def __call__(self, op: str, **fields) -> P.Reply:
+        rid = next(self._ids)
+        self.sock.send(P.encode_request(P.Request(id=rid, op=op, **fields)))
+        while True:
+            reply = self.reply()
+            if reply.id == rid:
+                return reply
+
+    def ok(self, op: str, **fields) -> dict:
+        reply = self(op, **fields)
+        assert reply.ok, (reply.code, reply.message)
+        return reply.result
+
+    def close(self):
+        self.sock.close()
+
+
+class ThreadServer:
+    """``Server`` running in a thread of this process; ``stop()`` is the orderly SIGTERM path."""
+
+    def __init__(self, state_dir: Path, **settings):
+        settings = dict(dict(api="tcp://127.0.0.1:*", pub="tcp://127.0.0.1:*", metrics_port=0, workers=2,
+                             fsync=False), **settings)
+        self.server = Server(ServeConfig(state_dir=str(state_dir), **settings))
+        self.server.start()
+        self.thread = threading.Thread(target=self.server.serve, daemon=True)
+        self.thread.start()
+        self.api, self.pub = self.server.api_endpoint, self.server.pub_endpoint
+
+    def stop(self, timeout: float = 60.0) -> None:
+        self.server.request_stop()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the server did not stop"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.thread.is_alive():
+            self.stop()
+
+
+class ProcessServer:
+    """``seqd serve`` as a subprocess, as an operator runs it."""
+
+    def __init__(self, state_dir: Path, metrics_port: int = 0):
+        self.api = f"tcp://127.0.0.1:{free_port()}"
+        self.pub = f"tcp://127.0.0.1:{free_port()}"
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "seqd.daemon", "serve", "--state-dir", str(state_dir), "--api", self.api,
+             "--pub", self.pub, "--metrics-port", str(metrics_port), "--workers", "2", "--log-level", "warning"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        caller = Caller(self.api, timeout=0.5)
+        deadline = time.monotonic() + 60
+        while True:  # up once it answers a ping
+            try:
+                caller("ping")
+                break
+            except TimeoutError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"seqd serve did not start: {self.proc.stderr.read().decode()}")
+                caller.close()
+                caller = Caller(self.api, timeout=0.5)
+        caller.close()
+
+    def terminate(self, sig=signal.SIGTERM, timeout: float = 60.0) -> int:
+        self.proc.send_signal(sig)
+        code = self.proc.wait(timeout)
+        self.stderr = self.proc.stderr.read().decode()
+        return code

@@ -1,0 +1,322 @@
+"""The daemon end to end, on loopback: what it serves equals an in-process learner fed the same symbols;
+bad input changes nothing; a full queue says busy; stop and restart (orderly or killed) lose nothing."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import urllib.request
+from pathlib import Path
+
+import msgpack
+import numpy as np
+import pytest
+import zmq
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
+
+from seqd.clients import protocol as P
+from seqd.core.online import OnlineLearner
+from seqd.daemon import streams as streams_module
+from seqd.daemon.streams import make_config
+
+from daemon_harness import SMALL_BYTES, Caller, ProcessServer, ThreadServer, free_port
+
+LOGS = Path(__file__).resolve().parents[2] / "shared" / "data" / "logs"
+
+
+def text(n: int, seed: int = 0) -> bytes:
+    """Log-like bytes: a few templates with numbers, so the model has something to learn."""
+    rng = np.random.default_rng(seed)
+    words = [b"GET", b"POST", b"/index.html", b"/api/v1/items", b"200", b"404", b"ok", b"user"]
+    out = bytearray()
+    while len(out) < n:
+        out += b" ".join(words[i] for i in rng.integers(0, len(words), 4)) + b" %d\n" % rng.integers(0, 1000)
+    return bytes(out[:n])
+
+
+def reference(batches, preset="bytes", config=SMALL_BYTES):
+    learner = OnlineLearner(make_config(preset, config))
+    bits = sum(float(learner.learn(b).sum()) for b in batches)
+    return learner, bits
+
+
+@pytest.fixture
+def server(tmp_path):
+    with ThreadServer(tmp_path / "state") as srv:
+        yield srv
+
+
+@pytest.fixture
+def call(server):
+    caller = Caller(server.api)
+    yield caller
+    caller.close()
+
+
+def test_publish_predict_stats_equal_an_in_process_learner(call):
+    batches = [text(3000, 1), text(1000, 2), text(2500, 3)]
+    call.ok("create", stream="web", config=SMALL_BYTES)
+    position = 0
+    for batch in batches:
+        ack = call.ok("publish", stream="web", symbols=batch, position=position)
+        position += len(batch)
+        assert ack["position"] == position
+    got = call.ok("predict", stream="web", top=0, min_position=position, wait_ms=30000)
+    learner, bits = reference(batches)
+    assert got["position"] == position
+    assert np.array_equal(np.array(got["distribution"]), learner.predict_proba())  # bit-identical
+    expected = learner.predict_proba_one()
+    assert got["escape"] == expected.pop(None)
+    assert got["top"][0][0] == max(expected, key=expected.get)
+    assert [p for _, p in got["top"]] == sorted((p for p in expected.values()), reverse=True)[:len(got["top"])]
+    stats = call.ok("stats", stream="web")
+    assert stats["position"] == stats["accepted"] == position and stats["queued"] == 0
+    assert stats["code_bits"] == pytest.approx(bits, rel=1e-12)
+    assert stats["bits_per_symbol"] == pytest.approx(bits / position, rel=1e-12)
+    assert stats["alphabet_size"] == learner.stats["alphabet_size"]
+    assert stats["config"]["context_bits"] == 10
+
+
+def test_several_streams_concurrently(server):
+    names = [f"s{i}" for i in range(4)]
+    data = {name: [text(1500, 10 * i + j) for j in range(3)] for i, name in enumerate(names)}
+    errors = []
+
+    def publisher(name):
+        caller = Caller(server.api)
+        try:
+            caller.ok("create", stream=name, config=SMALL_BYTES)
+            for batch in data[name]:
+                caller.ok("publish", stream=name, symbols=batch)
+        except Exception as exc:  # reported below
+            errors.append(exc)
+        finally:
+            caller.close()
+
+    threads = [threading.Thread(target=publisher, args=(n,)) for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    call = Caller(server.api)
+    for name in names:
+        got = call.ok("predict", stream=name, top=0, min_position=4500, wait_ms=30000)
+        learner, _ = reference(data[name])
+        assert np.array_equal(np.array(got["distribution"]), learner.predict_proba())
+    assert call.ok("stats")["streams"] == names
+    call.close()
+
+
+def test_prediction_events_follow_each_learned_batch(server, call):
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.setsockopt(zmq.LINGER, 0)
+    sub.connect(server.pub)
+    sub.setsockopt(zmq.SUBSCRIBE, P.topic("ev"))
+    call.ok("create", stream="ev", config=SMALL_BYTES)
+    call.ok("create", stream="ev2", config=SMALL_BYTES)  # a name with "ev" as prefix: not delivered
+    import time
+    time.sleep(0.3)  # a SUB socket misses what is published before its subscription arrives
+    call.ok("publish", stream="ev2", symbols=b"noise")
+    call.ok("publish", stream="ev", symbols=b"abcabc")
+    assert sub.poll(30000)
+    event = P.decode_event(sub.recv_multipart())
+    learner, bits = reference([b"abcabc"])
+    assert (event.stream, event.position, event.symbols) == ("ev", 6, 6)
+    assert event.bits == pytest.approx(bits, rel=1e-12)
+    assert event.escape == learner.predict_proba_one()[None]
+    assert not sub.poll(300)
+    sub.close()
+
+
+def test_rejections_are_clear_and_change_nothing(call, server):
+    call.ok("create", stream="web", preset="glnn", config={"units": 4, "alphabet_cap": 16})
+    call.ok("publish", stream="web", symbols=[1, 2, 3, 1, 2, 3])
+    before = call.ok("predict", stream="web", top=0, min_position=6, wait_ms=30000)
+    cases = [
+        (dict(op="publish", stream="nope", symbols=b"x"), P.NO_SUCH_STREAM),
+        (dict(op="publish", stream="web", symbols=[1, 16]), P.BAD_SYMBOL),
+        (dict(op="publish", stream="web", symbols=[1], position=3), P.CONFLICT),
+        (dict(op="create", stream="web"), P.STREAM_EXISTS),
+        (dict(op="create", stream="x", config={"units": -1}), P.BAD_CONFIG),
+        (dict(op="create", stream="x", config={"no_such_setting": 1}), P.BAD_CONFIG),
+        (dict(op="create", stream="x", preset="lstm"), P.BAD_CONFIG),
+        (dict(op="predict", stream="web", min_position=99), P.TIMEOUT),
+        (dict(op="predict", stream="web", min_position=99, wait_ms=50), P.TIMEOUT),
+        (dict(op="stats", stream="nope"), P.NO_SUCH_STREAM),
+    ]
+    for fields, code in cases:
+        reply = call(**fields)
+        assert not reply.ok and reply.code == code, (fields, reply)
+        assert reply.message
+    raw = [
+        (b"\xc1", P.BAD_REQUEST),
+        (b"\x93\x01\x02\x03", P.BAD_REQUEST),  # an array, not a map
+        (P.encode_request(P.Request(id=1, op="ping"))[:-2], P.BAD_REQUEST),
+        (b"\x83\xa1v\x02\xa2id\x05\xa2op\xa4ping", P.BAD_VERSION),
+        (b"\x83\xa1v\x01\xa2id\x05\xa2op\xa4fly!", P.UNKNOWN_OP),
+        (b"\x84\xa1v\x01\xa2id\x05\xa2op\xa7predict\xa6stream\xa4../x", P.BAD_NAME),
+    ]
+    for frame, code in raw:
+        call.raw(frame)
+        reply = call.reply()
+        assert not reply.ok and reply.code == code, (frame, reply)
+    call.raw(b"one", b"two")
+    assert call.reply().code == P.BAD_REQUEST
+    after = call.ok("predict", stream="web", top=0)
+    assert after == before
+    assert call.ok("stats", stream="web")["accepted"] == 6
+
+
+def test_an_oversized_message_is_dropped_and_the_daemon_goes_on(tmp_path):
+    with ThreadServer(tmp_path / "state", max_message_bytes=4096, max_batch_symbols=1000,
+                      max_queue_symbols=1000) as srv:
+        call = Caller(srv.api, timeout=1.0)
+        call.raw(b"\x00" * 10_000)  # ZMQ_MAXMSGSIZE: the connection is closed, nothing is parsed
+        with pytest.raises(TimeoutError):
+            call.reply()
+        call.close()
+        call = Caller(srv.api)
+        call.ok("create", stream="s", config=SMALL_BYTES)
+        reply = call("publish", stream="s", symbols=list(range(100)) * 11)
+        assert reply.code == P.TOO_LARGE
+        assert call.ok("ping")["server"] == "seqd"
+        call.close()
+
+
+_FIELD_VALUES = st.one_of(st.integers(-5, 2**64 - 1), st.text(max_size=5), st.binary(max_size=5), st.none(),
+                         st.lists(st.integers(-3, 300), max_size=4))
+_NEAR_REQUESTS = st.dictionaries(st.sampled_from(["v", "id", "op", "stream", "symbols", "top", "position", "config",
+                                                  "x"]), _FIELD_VALUES, max_size=6).map(msgpack.packb)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(frames=st.lists(st.one_of(st.binary(max_size=64), _NEAR_REQUESTS), min_size=1, max_size=3))
+def test_a_flood_of_garbage_leaves_the_daemon_alive_and_the_streams_unchanged(flood_server, frames):
+    srv, call, before = flood_server
+    call.raw(*frames)
+    call("ping")  # every garbage frame set got its reply (or none, for zero-length identities); then ours
+    assert call.ok("predict", stream="keep", top=0) == before
+    assert call.ok("stats", stream="keep")["accepted"] == 5
+
+
+@pytest.fixture(scope="module")
+def flood_server(tmp_path_factory):
+    with ThreadServer(tmp_path_factory.mktemp("flood")) as srv:
+        call = Caller(srv.api)
+        call.ok("create", stream="keep", config=SMALL_BYTES)
+        call.ok("publish", stream="keep", symbols=b"hello")
+        before = call.ok("predict", stream="keep", top=0, min_position=5, wait_ms=30000)
+        yield srv, call, before
+        call.close()
+
+
+def test_a_full_queue_answers_busy_and_loses_nothing(tmp_path, monkeypatch):
+    gate = threading.Event()
+    run_next = streams_module.Stream.run_next
+
+    def held(self):
+        gate.wait(30)
+        return run_next(self)
+
+    monkeypatch.setattr(streams_module.Stream, "run_next", held)
+    with ThreadServer(tmp_path / "state", max_batch_symbols=1000, max_queue_symbols=1500) as srv:
+        call = Caller(srv.api)
+        call.ok("create", stream="s", config=SMALL_BYTES)
+        assert call.ok("publish", stream="s", symbols=text(1000))["queued"] == 1000
+        busy = call("publish", stream="s", symbols=text(600, 1))
+        assert busy.code == P.BUSY and busy.retry_after_ms >= 10
+        assert call.ok("stats", stream="s")["accepted"] == 1000
+        gate.set()
+        call.ok("predict", stream="s", min_position=1000, wait_ms=30000)
+        assert call.ok("publish", stream="s", symbols=text(600, 1), position=1000)["position"] == 1600
+        got = call.ok("predict", stream="s", top=0, min_position=1600, wait_ms=30000)
+        learner, _ = reference([text(1000), text(600, 1)])
+        assert np.array_equal(np.array(got["distribution"]), learner.predict_proba())
+        call.close()
+
+
+def test_drop_then_create_again(call, server):
+    call.ok("create", stream="d", config=SMALL_BYTES)
+    call.ok("publish", stream="d", symbols=b"some symbols")
+    assert call.ok("drop", stream="d")["dropped"]
+    assert call("predict", stream="d").code == P.NO_SUCH_STREAM
+    assert call.ok("create", stream="d", config=SMALL_BYTES)["created"]
+    assert call.ok("stats", stream="d")["accepted"] == 0
+
+
+def test_snapshot_on_request_and_the_log_is_cut(call, server):
+    call.ok("create", stream="s", config=SMALL_BYTES)
+    call.ok("publish", stream="s", symbols=text(2000))
+    assert call.ok("snapshot", stream="s")["position"] == 2000
+    directory = Path(server.server.state_dir) / "streams" / "s"
+    assert (directory / "snapshot").exists()
+    assert [p.name for p in sorted(directory.glob("wal-*"))] == ["wal-00000000000000002000.log"]
+
+
+def test_the_metrics_endpoint_parses_and_counts_what_was_sent(tmp_path):
+    port = free_port()
+    with ThreadServer(tmp_path / "state", metrics_port=port, stream_labels=("m",)) as srv:
+        call = Caller(srv.api)
+        call.ok("create", stream="m", config=SMALL_BYTES)
+        call.ok("create", stream="unlabelled", config=SMALL_BYTES)
+        call.ok("publish", stream="m", symbols=text(700))
+        call.ok("publish", stream="unlabelled", symbols=text(300))
+        call("publish", stream="m", symbols=b"x", position=0)  # a conflict
+        call.ok("predict", stream="m", min_position=700, wait_ms=30000)
+        call.ok("predict", stream="unlabelled", min_position=300, wait_ms=30000)
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        call.close()
+    samples = {}
+    for family in text_string_to_metric_families(body):
+        for s in family.samples:
+            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    assert samples[("seqd_streams", ())] == 2
+    assert samples[("seqd_symbols_accepted_total", ())] == 1000
+    assert samples[("seqd_symbols_learned_total", ())] == 1000
+    assert samples[("seqd_requests_total", (("kind", "publish"), ("outcome", "ok")))] == 2
+    assert samples[("seqd_requests_total", (("kind", "publish"), ("outcome", "conflict")))] == 1
+    assert samples[("seqd_request_duration_seconds_count", (("kind", "create"),))] == 2
+    assert samples[("seqd_stream_symbols_learned_total", (("stream", "m"),))] == 700
+    assert 0 < samples[("seqd_stream_bits_per_symbol", (("stream", "m"),))] < 8
+    assert not any(dict(labels).get("stream") == "unlabelled" for _, labels in samples)
+
+
+def _state(call, name, position):
+    return call.ok("predict", stream=name, top=0, min_position=position, wait_ms=60000)["distribution"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_restart_restores_every_stream_exactly(tmp_path, sig):
+    """SIGTERM: snapshots; SIGKILL: the write-ahead log alone.  Either way, the same bits."""
+    state = tmp_path / "state"
+    data = {"a": [text(2000, 1), text(1500, 2)], "b": [text(1000, 3)]}
+    srv = ProcessServer(state)
+    call = Caller(srv.api)
+    for name, batches in data.items():
+        call.ok("create", stream=name, config=SMALL_BYTES)
+        for batch in batches:
+            call.ok("publish", stream=name, symbols=batch)
+    if sig == signal.SIGTERM:
+        _state(call, "a", 3500)  # let the learning go on during the stop too: nothing to wait for
+    call.close()
+    code = srv.terminate(sig)
+    assert code == (0 if sig == signal.SIGTERM else -signal.SIGKILL), srv.stderr
+    if sig == signal.SIGTERM:
+        assert (state / "streams" / "a" / "snapshot").exists()
+    srv = ProcessServer(state)
+    call = Caller(srv.api)
+    try:
+        for name, batches in data.items():
+            total = sum(len(b) for b in batches)
+            learner, bits = reference(batches)
+            assert np.array_equal(np.array(_state(call, name, total)), learner.predict_proba())
+            stats = call.ok("stats", stream=name)
+            assert stats["accepted"] == stats["position"] == total
+            assert stats["code_bits"] == pytest.approx(bits, rel=1e-9)
+        call.ok("publish", stream="b", symbols=b"more", position=1000)  # and it goes on
+    finally:
+        call.close()
+        assert srv.terminate(signal.SIGTERM) == 0

@@ -1,0 +1,132 @@
+"""The write-ahead log against its definition, and the daemon's configuration loader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from seqd.daemon import wal
+from seqd.daemon.config import ServeConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def batches(rng, n, cap):
+    return [rng.integers(0, cap, rng.integers(1, 50)) for _ in range(n)]
+
+
+@pytest.mark.parametrize("cap", [256, 65536])
+def test_replay_returns_what_was_appended_from_any_position(tmp_path, cap):
+    rng = np.random.default_rng(0)
+    items = batches(rng, 20, cap)
+    log = wal.WriteAheadLog(tmp_path, wal.itemsize_for(cap), 0)
+    for b in items:
+        log.append(b)
+    log.close()
+    whole = np.concatenate(items)
+    for start in (0, 1, 17, len(whole) - 1, len(whole)):
+        replayed = list(wal.replay(tmp_path, wal.itemsize_for(cap), start))
+        got = np.concatenate(replayed) if replayed else np.zeros(0, dtype=np.int64)
+        assert np.array_equal(got, whole[start:])
+    assert wal.log_end(tmp_path, wal.itemsize_for(cap), 0) == len(whole)
+
+
+def test_checkpoint_starts_a_segment_and_removes_what_the_snapshot_holds(tmp_path):
+    log = wal.WriteAheadLog(tmp_path, 1, 0)
+    log.append(np.arange(10))
+    log.append(np.arange(5))
+    log.checkpoint(12)  # a snapshot at 12: the records up to 15 are still needed from 12 on
+    log.append(np.arange(3))
+    assert [s for s, _ in wal.segments(tmp_path)] == [0, 15]
+    log.checkpoint(18)
+    assert [s for s, _ in wal.segments(tmp_path)] == [18]
+    log.append(np.array([7, 7]))
+    log.close()
+    assert [b.tolist() for b in wal.replay(tmp_path, 1, 18)] == [[7, 7]]
+
+
+@pytest.mark.parametrize("cut", [1, 8, 16, 25])  # bytes missing from the last record: header or payload
+def test_a_torn_last_record_is_dropped_and_the_file_cut(tmp_path, cut):
+    log = wal.WriteAheadLog(tmp_path, 1, 0)
+    log.append(np.arange(10))
+    log.append(np.arange(20))
+    log.close()
+    (_, path), = wal.segments(tmp_path)
+    full = path.stat().st_size
+    path.write_bytes(path.read_bytes()[:full - cut])
+    assert [len(b) for b in wal.replay(tmp_path, 1, 0)] == [10]
+    assert path.stat().st_size == full - 20 - 16  # the torn record is gone from the file
+    log = wal.WriteAheadLog(tmp_path, 1, 10)  # and appending goes on after the good records
+    log.append(np.arange(4))
+    log.close()
+    assert [len(b) for b in wal.replay(tmp_path, 1, 0)] == [10, 4]
+
+
+def test_damage_before_the_end_is_an_error(tmp_path):
+    log = wal.WriteAheadLog(tmp_path, 1, 0)
+    log.append(np.arange(10))
+    log.append(np.arange(20))
+    log.close()
+    (_, path), = wal.segments(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[16 + 16 + 3] ^= 0xFF  # a payload byte of the first record
+    path.write_bytes(bytes(data))
+    with pytest.raises(wal.WALError, match="damaged"):
+        list(wal.replay(tmp_path, 1, 0))
+
+
+def test_a_gap_between_segments_is_an_error(tmp_path):
+    log = wal.WriteAheadLog(tmp_path, 1, 0)
+    log.append(np.arange(10))
+    log.close()
+    log = wal.WriteAheadLog(tmp_path, 1, 12)
+    log.append(np.arange(3))
+    log.close()
+    with pytest.raises(wal.WALError, match="previous segment ends at 10"):
+        list(wal.replay(tmp_path, 1, 0))
+
+
+def test_a_failed_write_leaves_no_partial_record(tmp_path, monkeypatch):
+    log = wal.WriteAheadLog(tmp_path, 1, 0)
+    log.append(np.arange(5))
+    real_write = log._file.write
+    calls = []
+
+    def failing(data):
+        calls.append(len(data))
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real_write(data)
+
+    monkeypatch.setattr(log._file, "write", failing)
+    with pytest.raises(OSError):
+        log.append(np.arange(100))
+    assert log.position == 5
+    monkeypatch.setattr(log._file, "write", real_write)
+    log.append(np.arange(2))
+    log.close()
+    assert [len(b) for b in wal.replay(tmp_path, 1, 0)] == [5, 2]
+
+
+def test_config_layers_and_errors(tmp_path):
+    cfg = ServeConfig.load(text="[server]\nworkers = 3\n[metrics]\nstream_labels = ['a']", overrides={"workers": 1})
+    assert cfg.workers == 1 and cfg.stream_labels == ("a",)
+    with pytest.raises(ValueError, match="unknown key 'wrokers'"):
+        ServeConfig.load(text="[server]\nwrokers = 3")
+    with pytest.raises(ValueError, match=r"unknown section \[serve\]"):
+        ServeConfig.load(text="[serve]\nworkers = 3")
+    with pytest.raises(ValueError, match="max_queue_symbols"):
+        ServeConfig.load(overrides={"max_queue_symbols": 10, "max_batch_symbols": 100})
+    with pytest.raises(ValueError, match="at most 64 streams"):
+        ServeConfig.load(overrides={"stream_labels": [f"s{i}" for i in range(65)]})
+    with pytest.raises(ValueError, match="line 1"):
+        ServeConfig.load(text="[server\n")
+
+
+def test_the_shipped_configurations_load():
+    ServeConfig.load(ROOT / "deploy" / "seqd.toml")
+    manifest = (ROOT / "deploy" / "kubernetes" / "configmap.yaml").read_text()
+    body = manifest[manifest.index("seqd.toml: |") + len("seqd.toml: |"):]
+    ServeConfig.load(text="\n".join(line[4:] for line in body.splitlines()))
