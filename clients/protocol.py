@@ -225,6 +225,8 @@ def decode_request(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Request:
     if unknown:
         raise ProtocolError(BAD_REQUEST, f"unknown field(s) {', '.join(sorted(map(str, unknown)))}")
     symbols = body.get("symbols")
+    if symbols is not None and not isinstance(symbols, (bytes, list)):
+        raise ProtocolError(BAD_REQUEST, "symbols must be bytes or a list of integers")
     if symbols is not None and len(symbols) > limits.max_batch_symbols:
         raise ProtocolError(TOO_LARGE, f"a batch holds at most {limits.max_batch_symbols} symbols, "
                                        f"got {len(symbols)}")
@@ -266,7 +268,7 @@ def decode_reply(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Reply:
     if body.pop("v", None) != PROTOCOL_VERSION:
         raise ProtocolError(BAD_VERSION, "reply of an unsupported protocol version")
     rid, ok = body.pop("id", None), body.pop("ok", None)
-    if not isinstance(rid, int) or not isinstance(ok, bool):
+    if not isinstance(rid, int) or isinstance(rid, bool) or not isinstance(ok, bool):
         raise ProtocolError(BAD_REQUEST, "a reply needs an integer 'id' and a boolean 'ok'")
     if ok:
         return Reply(id=rid, ok=True, result=body)
@@ -295,6 +297,10 @@ def decode_event(frames: list[bytes], limits: Limits = DEFAULT_LIMITS) -> Event:
     if len(frames) != 2:
         raise ProtocolError(BAD_REQUEST, f"an event has 2 frames, got {len(frames)}")
     body = _unpack(frames[1], limits, what="event")
+    if body.get("v") != PROTOCOL_VERSION:
+        raise ProtocolError(BAD_VERSION, f"event of protocol version {body.get('v')!r}")
+    if not isinstance(body.get("stream"), str):
+        raise ProtocolError(BAD_REQUEST, "an event's stream must be a string")
     try:
         return Event(stream=body["stream"], position=int(body["position"]), symbols=int(body["symbols"]),
                      bits=float(body["bits"]), top=tuple((int(s), float(p)) for s, p in body["top"]),

@@ -32,6 +32,9 @@ def register(sub) -> None:
     p.add_argument("--no-fsync", dest="fsync", action="store_const", const=False,
                    help="acknowledge batches without waiting for the disk (faster; a machine crash may lose "
                         "acknowledged batches)")
+    p.add_argument("--demo", action="store_true",
+                   help="also feed a built-in stream ('demo': seed 000's alphabet with insertions) through the "
+                        "client library and print the daemon's live predictions and bits per symbol")
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.set_defaults(run=run)
 
@@ -58,5 +61,8 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if args.demo:
+        from . import demo
+        demo.start(server.api_endpoint, server.metrics_url, server._stop)
     server.serve()
     return 0

@@ -320,3 +320,46 @@ def test_restart_restores_every_stream_exactly(tmp_path, sig):
     finally:
         call.close()
         assert srv.terminate(signal.SIGTERM) == 0
+
+
+def test_the_client_library_against_the_daemon(server):
+    import asyncio
+    import io
+
+    from seqd.clients.aio import AsyncClient
+    from seqd.clients.client import Client
+    from seqd.clients.errors import ConflictError, NoSuchStreamError
+    from seqd.daemon import demo
+
+    data = text(3000, 7)
+    with Client(server.api, pub=server.pub, timeout=30) as client:
+        with pytest.raises(NoSuchStreamError):
+            client.predict("lib")
+        client.create("lib", config=SMALL_BYTES)
+        with client.subscribe("lib") as events:
+            import time
+            time.sleep(0.3)
+            ack = client.publish("lib", data, position=0)
+            assert ack.position == 3000
+            event = events.recv(timeout=30)
+        assert event.stream == "lib" and event.position == 3000
+        with pytest.raises(ConflictError):
+            client.publish("lib", b"x", position=0)
+        pred = client.predict("lib", full=True, min_position=3000, wait=30)
+        learner, bits = reference([data])
+        assert np.array_equal(np.array(pred.distribution), learner.predict_proba())
+        assert client.stats("lib").code_bits == pytest.approx(bits, rel=1e-12)
+
+    async def async_side():
+        async with AsyncClient(server.api, timeout=30) as client:
+            ack = await client.publish("lib", b"more", position=3000)
+            pred = await client.predict("lib", min_position=ack.position, wait=30)
+            return pred.position
+
+    assert asyncio.run(async_side()) == 3004
+
+    out = io.StringIO()
+    demo.run(server.api, None, threading.Event(), lines=15, out=out)
+    lines = out.getvalue().splitlines()
+    assert any("the text is learned" in line for line in lines)
+    assert Caller(server.api).ok("stats", stream="demo")["position"] > 500
