@@ -15,7 +15,7 @@
 4. context units that say nothing leave the writing update exactly as without them;
 5. ``context_writing_update`` against a dense inverse of the discounted metric;
 6. configuration checks;
-7. defects found while writing these tests, as strict xfails (see each reason).
+7. defects found while writing these tests, now fixed: regression tests (each docstring says what was wrong).
 """
 
 from __future__ import annotations
@@ -609,6 +609,7 @@ def test_context_writing_update_matches_a_dense_inverse(seed):
     (dict(context_orders=(1, 2, 2, 3)), "context_orders"),
     (dict(context_orders=(0, 1)), "context_orders"),
     (dict(context_orders=(-1,)), "context_orders"),
+    (dict(context_orders=(1, 1025), history_bits=10), "context_orders"),  # longer than the history
     (dict(units=0), "units=0"),
     (dict(units=0, context_bits=12), "units=0"),
     (dict(units=-1, match_min=4), "units"),
@@ -647,15 +648,11 @@ def test_config_accepts_context_units_alone():
     assert OnlineConfig.bytes_default(units=0, match_min=0).sources[-1] == (2, 0)
 
 
-# -- 7. defects found by these tests (strict xfails: each passes once its defect is fixed) -------------
+# -- 7. defects found by these tests, fixed (they were strict xfails): regression tests ---------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core/online/state.py accepts context_orders longer than the history (2**history_bits), and "
-    "context._history reads hist[(t - back) % H] for back > H, i.e. a recent symbol instead of the one k "
-    "steps back: with orders=(1100,), history_bits=10, the stream R1 C 7 R2 C (C: 1024 random bytes, R1 != R2: "
-    "76 each) votes for 7 at the end of the second C (x = 5.51), whose true order-1100 context is new"))
 def test_an_order_longer_than_the_history_is_refused_or_honoured():
+    """Orders longer than the history (2**history_bits) read recent symbols instead of the ones k steps back."""
     try:
         cfg = OnlineConfig(units=0, alphabet_cap=256, context_orders=(1100,), history_bits=10, context_bits=16)
     except ValueError:
@@ -667,13 +664,8 @@ def test_an_order_longer_than_the_history_is_refused_or_honoured():
     assert first is None, f"first disagreement at position {first} of {len(x)}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "context.observe sets PREV_LINE_LEN = min(line length, H), but the symbol above column c is read "
-    "line length + 1 positions back whatever c is, so after a line of >= H = 2**history_bits symbols the "
-    "column source reads overwritten history: its 'symbol above' is a symbol of the previous line further "
-    "right, the newline, or the current line itself (e.g. line 2, column c > 76, after a 1100-symbol line "
-    "with history_bits=10: line 2's own symbol c - 77), neither the true symbol above nor 'nothing above'"))
 def test_the_column_source_after_a_line_longer_than_the_history():
+    """After a line of >= 2**history_bits symbols, the symbol above was read from overwritten history."""
     cfg = OnlineConfig(units=0, alphabet_cap=256, column_context=True, history_bits=10, context_bits=16,
                        context_entries=4)
     rng = np.random.default_rng(0)
@@ -712,15 +704,9 @@ def false_repeat_at_the_history_boundary():
             return OnlineConfig(units=0, alphabet_cap=256, match_min=m, history_bits=10, match_bits=bits), np.array(x)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "context.observe accepts a match candidate when t - candidate < H but then verifies it by reading "
-    "hist[(candidate - 1 - length) % H], positions up to t - candidate + 32 back, which the ring has "
-    "overwritten: (1) match_min=4, history_bits=match_bits=10: the last symbols k k k k (never seen before) "
-    "are taken as a repeat of length 4 of a colliding context 1023 symbols back (MATCH_LEN 4, MATCH_PTR 24, "
-    "true common suffix 1); (2) random bits (seed 11), match_min=12: at position 3280 a candidate 1012 back "
-    "is credited length 14, the true repeat being 12"))
 @pytest.mark.parametrize("case", ["false-repeat", "overstated-length"])
 def test_the_match_model_follows_only_true_repeats(case):
+    """Match candidates near the end of the ring were verified against positions it had overwritten."""
     if case == "false-repeat":
         cfg, x = false_repeat_at_the_history_boundary()
     else:
@@ -736,11 +722,8 @@ def test_the_match_model_follows_only_true_repeats(case):
         assert true >= min(length, 40), f"after {n} symbols: match of length {length} at {ptr}, true repeat {true}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "with alphabet_cap=65536, symbol 65535 is context.EMPTY, the hashes' value for 'before the stream' and "
-    "'nothing above': in 1, 65535, 1, ... the order-1 context after 65535 is found as the stream's start "
-    "context and votes for 1 (x = 9.99) although 65535 was never followed by anything"))
 def test_the_last_symbol_of_a_full_alphabet_is_not_the_time_before_the_stream():
+    """With alphabet_cap=65536, symbol 65535 hashed as context.EMPTY ('before the stream', 'nothing above')."""
     cfg = OnlineConfig(units=0, alphabet_cap=65536, context_orders=(1, 2), column_context=True, context_bits=12,
                        history_bits=10)
     x = np.array([1, 65535, 1, 7, 65535, 3, 10, 65535, 2, 10, 4, 4], dtype=np.int64)
@@ -748,15 +731,9 @@ def test_the_last_symbol_of_a_full_alphabet_is_not_the_time_before_the_stream():
     assert first is None, f"first disagreement at position {first}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "state.from_bytes checks the network's indices (_check_indices) but none of the context units': a "
-    "snapshot with a valid checksum whose tables count a symbol >= alphabet_cap, whose history holds one, or "
-    "whose ctx_kind differs from config.sources restores without error.  The kernels then index "
-    "acc/code_of/feat out of bounds (every counted symbol set to 60000, alphabet_cap=128: IndexError under "
-    "NUMBA_DISABLE_JIT=1, silently different code lengths when compiled), run an order source as a second "
-    "match source, or, with an order of 10**12, loop for ever in locate"))
 @pytest.mark.parametrize("corrupt", ["counted-symbol", "history-symbol", "source-kind", "source-order"])
 def test_from_bytes_validates_the_context_units(corrupt):
+    """from_bytes restored context tables, history and sources the kernels cannot use (out of bounds, endless)."""
     cfg = OnlineConfig(units=2, **SNAP)
     learner = OnlineLearner(cfg)
     learner.learn(log_text(600, seed=9))

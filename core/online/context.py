@@ -32,14 +32,17 @@ Sources (each deterministic, bounded in memory, O(small) per symbol):
   weights from there.  A context whose slot holds another context (a hash
   collision) or nothing yet adds nothing.
 * **column**: the context (column in the line, the symbol above it in the
-  previous line), with x(y) = log(1 + n(y) / (u p_0(y))).
+  previous line), with x(y) = log(1 + n(y) / (u p_0(y))).  Past the end of
+  the previous line, or after a line too long for the history, there is
+  nothing above.
 * **word**: the context (field number in the line, hash of the current
   word), same form.  Fields are separated by spaces and tabs; words are runs
   of letters and digits.
 * **match**: the symbol that followed the longest recent repeat of the
   current context (found through a hash of the last ``match_min`` symbols and
-  verified in the history), voted with the log-odds that a match of its
-  length predicted right so far, (hits + 1/2) / (misses + 1/2).
+  verified backwards over the part of the history still held), voted with
+  the log-odds that a match of its length predicted right so far,
+  (hits + 1/2) / (misses + 1/2).
 
 The line structure uses symbol 10 (newline), so column and word help byte
 streams; on other alphabets they are harmless and can be switched off.
@@ -61,7 +64,9 @@ CTX_INTS = 10
 NEWLINE = 10
 MATCH_BUCKETS = 24  # match lengths 0..15 one by one, then 16-23, 24-31, ... (see _match_bucket)
 MATCH_VERIFY = 32  # longest length credited to a match found by hash (it grows by one per hit after)
-EMPTY = 0xFFFF  # symbol value of the time before the stream started, in hashes
+EMPTY = -1  # the time before the stream started, and "nothing above": no symbol takes this value
+EMPTY_HASHED = 0xFFFF  # what EMPTY is hashed as (its value when it was one; byte streams hash as before)
+TOP_HASHED = 0x10000  # what symbol 0xFFFF is hashed as, so that it never hashes as EMPTY
 
 _M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -90,11 +95,27 @@ def _key(h, source, bits):
 
 
 @inline_kernel
+def _hashed(symbol):
+    """The value a symbol, or EMPTY, is folded into a context hash as: one value each, all distinct.
+
+    Symbols hash as themselves except 0xFFFF (an alphabet of 65536), which would hash as EMPTY did.
+    """
+    if symbol == EMPTY:
+        return np.int64(EMPTY_HASHED)
+    if symbol == 0xFFFF:
+        return np.int64(TOP_HASHED)
+    return np.int64(symbol)
+
+
+@inline_kernel
 def _history(st, back):
-    """The symbol ``back`` steps before now (1 = the last one), or EMPTY before the stream began."""
+    """The symbol ``back`` steps before now (1 = the last one), or EMPTY before the stream began.
+
+    The ring holds the last H symbols, so ``back`` must be at most H (``OnlineConfig`` refuses longer orders).
+    """
     t = st.ctx_int[POS]
     if back > t:
-        return EMPTY
+        return np.int64(EMPTY)
     H = st.hist.shape[0]
     return np.int64(st.hist[(t - back) % H])
 
@@ -130,15 +151,16 @@ def locate(st, bits):
             k = st.ctx_kind[s, 1]
             while done < k:  # orders are increasing: extend the running hash of the last symbols
                 done += 1
-                h = _absorb(h, _history(st, done))
+                h = _absorb(h, _hashed(_history(st, done)))
             key = h ^ np.uint64(k)
         elif kind == COLUMN:
             col = st.ctx_int[POS] - st.ctx_int[LINE_START]
-            above = EMPTY
+            above = np.int64(EMPTY)
+            # the symbol above is LINE_START - PREV_LINE_START <= H steps back (observe keeps only such lines)
             if col < st.ctx_int[PREV_LINE_LEN]:
                 H = st.hist.shape[0]
                 above = np.int64(st.hist[(st.ctx_int[PREV_LINE_START] + col) % H])
-            key = _absorb(_absorb(np.uint64(0x1234), min(col, 1023)), above)
+            key = _absorb(_absorb(np.uint64(0x1234), min(col, 1023)), _hashed(above))
         else:  # WORD
             key = _absorb(_absorb(np.uint64(0x5678), min(st.ctx_int[FIELD], 255)), st.ctx_int[WORD_HASH])
         slot, tag = _key(key, s, bits)
@@ -310,7 +332,10 @@ def observe(st, symbol, limit, match_min):
     st.ctx_int[POS] = t
     if symbol == NEWLINE:
         st.ctx_int[PREV_LINE_START] = st.ctx_int[LINE_START]
-        st.ctx_int[PREV_LINE_LEN] = min(t - 1 - st.ctx_int[LINE_START], H)
+        # the symbols of a line are read line length + 1 steps back: a line of H symbols or more has
+        # left the ring, and the next line has nothing above it
+        length = t - 1 - st.ctx_int[LINE_START]
+        st.ctx_int[PREV_LINE_LEN] = length if length < H else 0
         st.ctx_int[LINE_START] = t
         st.ctx_int[FIELD] = 0
         st.ctx_int[WORD_HASH] = 0
@@ -331,8 +356,11 @@ def observe(st, symbol, limit, match_min):
         if st.ctx_int[MATCH_LEN] == 0:
             candidate = st.match_table[where] - 1  # stored + 1, so 0 means empty
             if candidate >= 0 and candidate < t and t - candidate < H:
+                # verify backwards, only over positions still in the ring (t - H and later): what
+                # lies before the candidate further back than that has been overwritten
+                oldest = t - H if t > H else 0
                 length = 0
-                while length < MATCH_VERIFY and length < candidate and \
+                while length < MATCH_VERIFY and length < candidate - oldest and \
                         st.hist[(candidate - 1 - length) % H] == st.hist[(t - 1 - length) % H]:
                     length += 1
                 if length >= match_min:

@@ -86,6 +86,9 @@ class OnlineConfig:
             raise ValueError(f"context_orders must be distinct positive integers in increasing order, got {orders}")
         if not 10 <= self.context_bits <= 26 or not 10 <= self.history_bits <= 30 or not 10 <= self.match_bits <= 26:
             raise ValueError("context_bits and match_bits must be in [10, 26], history_bits in [10, 30]")
+        if orders and orders[-1] > 1 << self.history_bits:  # an order-k context reads the history k symbols back
+            raise ValueError(f"context_orders must not exceed the history of 2**history_bits = {1 << self.history_bits} "
+                             f"symbols, got order {orders[-1]}")
         if not 1 <= self.context_entries <= 64:
             raise ValueError(f"context_entries must be in [1, 64], got {self.context_entries}")
         if not 2 <= self.count_limit <= 65535:
@@ -406,6 +409,52 @@ def _check_indices(config: OnlineConfig, state: OnlineState) -> None:
             raise ValueError(f"learner snapshot is inconsistent: {name!r} holds codes out of range")
     if state.inputs.min() < 0 or state.inputs.max() > config.units:
         raise ValueError("learner snapshot is inconsistent: the graph names units out of range")
+    if state.ctx_kind.shape[0]:
+        _check_context(config, state)
+
+
+def _check_context(config: OnlineConfig, state: OnlineState) -> None:
+    """The context units' tables, history and positions must be what ``context.py`` can have written."""
+    from .context import LINE_START, MATCH_LEN, MATCH_PTR, NNZ, ORDER0_TOTAL, POS, PREV_LINE_LEN, PREV_LINE_START
+
+    def bad(what):
+        return ValueError(f"learner snapshot is inconsistent: {what}")
+
+    cap = config.alphabet_cap
+    sources = np.array(config.sources, dtype=np.int64).reshape(-1, 2)
+    if not np.array_equal(state.ctx_kind, sources):
+        raise bad(f"its context sources {state.ctx_kind.tolist()} are not the configuration's {sources.tolist()}")
+    counted = state.ctx_cnt > 0
+    if state.ctx_sym.size and int(state.ctx_sym.max()) >= cap:
+        raise bad(f"a context table holds symbol {int(state.ctx_sym.max())}, outside the alphabet [0, {cap})")
+    if counted.any() and not state.code_of[state.ctx_sym[counted].astype(np.int64)].all():
+        raise bad("a context table counts a symbol the learner has never seen")
+    if int(state.ctx_cnt.max(initial=0)) >= config.count_limit:
+        raise bad(f"a context table holds a count >= count_limit = {config.count_limit}")
+    if np.any(counted & (state.ctx_tag == 0)[..., None]):
+        raise bad("an empty context slot holds counts")
+    ints = state.ctx_int
+    t, H = int(ints[POS]), state.hist.shape[0]
+    if t < 0 or int(ints[ORDER0_TOTAL]) != t or state.order0.min(initial=0) < 0 or int(state.order0.sum()) != t:
+        raise bad("the context units' symbol counts do not add up to their stream position")
+    if state.hist.size and int(state.hist.max()) >= cap:
+        raise bad(f"the history holds symbol {int(state.hist.max())}, outside the alphabet [0, {cap})")
+    written = state.hist[(t - np.arange(1, min(t, H) + 1)) % H] if H else state.hist[:0]
+    if written.size and not state.code_of[written.astype(np.int64)].all():
+        raise bad("the history holds a symbol the learner has never seen")
+    if not 0 <= int(ints[PREV_LINE_START]) <= int(ints[LINE_START]) <= t or int(ints[PREV_LINE_LEN]) < 0 \
+            or int(ints[PREV_LINE_LEN]) > int(ints[LINE_START]) - int(ints[PREV_LINE_START]):
+        raise bad("the context units' line positions are out of range")
+    length, ptr = int(ints[MATCH_LEN]), int(ints[MATCH_PTR])
+    if length < 0 or (length > 0 and not max(t - H, -1) < ptr < t):
+        raise bad("the match model follows a position outside the history")
+    hits, tries = state.match_stats
+    if np.any(hits < 0) or np.any(hits > tries) or np.any(tries >= max(config.count_limit, 1)):
+        raise bad("the match model's statistics are out of range")
+    if state.match_table.size and (state.match_table.min() < 0 or int(state.match_table.max()) > t + 1):
+        raise bad("the match table holds positions beyond the stream")
+    if int(ints[NNZ]) != 0 or state.feat.any():
+        raise bad("context activities are left over between symbols")
 
 
 def bits_for_new_symbol(alphabet_cap: int, active_before: int) -> float:
