@@ -20,7 +20,7 @@ import zmq.asyncio
 
 from . import protocol
 from ._common import DEFAULT_API, DEFAULT_MAX_BATCH, Exchange, Operations, Plan, Sleep, accept_reply, pub_endpoints
-from ._sockets import open_dealer, open_sub
+from ._sockets import CurveKeys, open_dealer, open_sub
 from ._common import topics as _topics
 from .protocol import Event, Reply
 from .results import Ack, Created, Prediction, ServerInfo, ServerStats, Snapshot, StreamStats
@@ -31,8 +31,9 @@ __all__ = ["AsyncClient", "AsyncSubscription"]
 class _AsyncTransport:
     """Awaitable exchanges over pooled DEALER sockets."""
 
-    def __init__(self, context: zmq.asyncio.Context):
+    def __init__(self, context: zmq.asyncio.Context, curve: CurveKeys | None = None):
         self.context = context
+        self.curve = curve
         self.idle: dict[str, list[zmq.asyncio.Socket]] = {}
 
     async def exchange(self, ex: Exchange) -> Reply | None:
@@ -59,7 +60,7 @@ class _AsyncTransport:
                 sock.close(linger=0)
 
     def _open(self, endpoint: str) -> zmq.asyncio.Socket:
-        return open_dealer(self.context, endpoint)
+        return open_dealer(self.context, endpoint, self.curve)
 
     def close(self) -> None:
         for pool in self.idle.values():
@@ -71,8 +72,9 @@ class _AsyncTransport:
 class AsyncSubscription:
     """Prediction events as an async iterator; :meth:`recv` takes a timeout."""
 
-    def __init__(self, context: zmq.asyncio.Context, endpoints: Sequence[str], prefixes: list[bytes]):
-        self._sock = open_sub(context, endpoints, prefixes)
+    def __init__(self, context: zmq.asyncio.Context, endpoints: Sequence[str], prefixes: list[bytes],
+                 curve: CurveKeys | None = None):
+        self._sock = open_sub(context, endpoints, prefixes, curve)
 
     async def recv(self, timeout: float | None = None) -> Event | None:
         """The next event, or None if none came within ``timeout`` seconds; malformed ones are skipped."""
@@ -110,7 +112,7 @@ class AsyncClient:
 
     def __init__(self, endpoints: str | Sequence[str] = DEFAULT_API, *, pub: str | Sequence[str] | None = None,
                  timeout: float = 5.0, retries: int = 3, context: zmq.Context | None = None,
-                 max_batch: int = DEFAULT_MAX_BATCH):
+                 max_batch: int = DEFAULT_MAX_BATCH, curve: CurveKeys | None = None):
         self._ops = Operations(endpoints, timeout=timeout, retries=retries, max_batch=max_batch)
         self.endpoints = self._ops.endpoints
         self.pub = pub
@@ -119,7 +121,8 @@ class AsyncClient:
         elif not isinstance(context, zmq.asyncio.Context):
             context = zmq.asyncio.Context.shadow(context.underlying)
         self._context = context
-        self._transport = _AsyncTransport(context)
+        self._curve = curve
+        self._transport = _AsyncTransport(context, curve)
         self._subscriptions: list[AsyncSubscription] = []
 
     async def _run(self, plan: Plan):
@@ -163,7 +166,8 @@ class AsyncClient:
 
     def subscribe(self, streams: str | Iterable[str] | None = None) -> AsyncSubscription:
         """Events of the given streams (all for None): ``async for event in client.subscribe("web")``."""
-        sub = AsyncSubscription(self._context, pub_endpoints(self.endpoints, self.pub), _topics(streams))
+        sub = AsyncSubscription(self._context, pub_endpoints(self.endpoints, self.pub), _topics(streams),
+                  self._curve)
         self._subscriptions.append(sub)
         return sub
 

@@ -29,13 +29,13 @@ import zmq
 
 from . import protocol
 from ._common import DEFAULT_API, DEFAULT_MAX_BATCH, Exchange, Operations, Plan, Sleep, accept_reply, pub_endpoints
-from ._sockets import open_dealer, open_sub
+from ._sockets import CurveKeys, open_dealer, open_sub
 from ._common import topics as _topics
 from .errors import BusyError, ConflictError, NoSuchStreamError, SeqdError, SeqdTimeout, ServerError
 from .protocol import Event, Reply
 from .results import Ack, Created, Prediction, ServerInfo, ServerStats, Snapshot, StreamStats
 
-__all__ = ["Client", "Subscription", "Ack", "Created", "Prediction", "ServerInfo", "ServerStats", "Snapshot",
+__all__ = ["Client", "Subscription", "CurveKeys", "Ack", "Created", "Prediction", "ServerInfo", "ServerStats", "Snapshot",
            "StreamStats", "SeqdError", "BusyError", "ConflictError", "NoSuchStreamError", "SeqdTimeout",
            "ServerError"]
 
@@ -43,8 +43,9 @@ __all__ = ["Client", "Subscription", "Ack", "Created", "Prediction", "ServerInfo
 class _Transport:
     """Blocking exchanges over DEALER sockets, one idle socket kept per endpoint."""
 
-    def __init__(self, context: zmq.Context):
+    def __init__(self, context: zmq.Context, curve: CurveKeys | None = None):
         self.context = context
+        self.curve = curve
         self.idle: dict[str, zmq.Socket] = {}
 
     def exchange(self, ex: Exchange) -> Reply | None:
@@ -71,7 +72,7 @@ class _Transport:
                 sock.close(linger=0)
 
     def _open(self, endpoint: str) -> zmq.Socket:
-        return open_dealer(self.context, endpoint)
+        return open_dealer(self.context, endpoint, self.curve)
 
     def close(self) -> None:
         for sock in self.idle.values():
@@ -82,8 +83,9 @@ class _Transport:
 class Subscription:
     """Prediction events as they come: iterate (blocking), or :meth:`recv` with a timeout."""
 
-    def __init__(self, context: zmq.Context, endpoints: Sequence[str], prefixes: list[bytes]):
-        self._sock = open_sub(context, endpoints, prefixes)
+    def __init__(self, context: zmq.Context, endpoints: Sequence[str], prefixes: list[bytes],
+                 curve: CurveKeys | None = None):
+        self._sock = open_sub(context, endpoints, prefixes, curve)
 
     def recv(self, timeout: float | None = None) -> Event | None:
         """The next event, or None if none came within ``timeout`` seconds (None: wait forever).
@@ -126,12 +128,13 @@ class Client:
 
     def __init__(self, endpoints: str | Sequence[str] = DEFAULT_API, *, pub: str | Sequence[str] | None = None,
                  timeout: float = 5.0, retries: int = 3, context: zmq.Context | None = None,
-                 max_batch: int = DEFAULT_MAX_BATCH):
+                 max_batch: int = DEFAULT_MAX_BATCH, curve: CurveKeys | None = None):
         self._ops = Operations(endpoints, timeout=timeout, retries=retries, max_batch=max_batch)
         self.endpoints = self._ops.endpoints
         self.pub = pub
         self._context = context if context is not None else zmq.Context.instance()
-        self._transport = _Transport(self._context)
+        self._curve = curve
+        self._transport = _Transport(self._context, curve)
         self._subscriptions: list[Subscription] = []
 
     def _run(self, plan: Plan):
@@ -185,7 +188,8 @@ class Client:
 
     def subscribe(self, streams: str | Iterable[str] | None = None) -> Subscription:
         """Events of the given streams (all streams for None), from every PUB endpoint."""
-        sub = Subscription(self._context, pub_endpoints(self.endpoints, self.pub), _topics(streams))
+        sub = Subscription(self._context, pub_endpoints(self.endpoints, self.pub), _topics(streams),
+                  self._curve)
         self._subscriptions.append(sub)
         return sub
 

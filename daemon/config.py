@@ -11,6 +11,7 @@ not silently leave a default in force).
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -27,10 +28,10 @@ SECTIONS = {
     "server": ("state_dir", "api", "pub", "metrics_host", "metrics_port", "workers"),
     "limits": ("max_message_bytes", "max_batch_symbols", "max_streams", "max_queue_symbols", "max_state_bytes"),
     "durability": ("fsync", "snapshot_interval_seconds", "snapshot_interval_symbols"),
-    "metrics": ("stream_labels",),
+    "metrics": ("stream_labels", "max_labelled_streams"),
     "security": ("curve_secret_key_file", "curve_authorized_keys_dir"),
 }
-MAX_LABELLED_STREAMS = 64
+MAX_LABELLED_STREAMS = 256  # a hard ceiling on per-stream series, whatever the configuration says
 
 
 @dataclass(frozen=True)
@@ -53,12 +54,15 @@ class ServeConfig:
     snapshot_interval_seconds: float = 300.0
     snapshot_interval_symbols: int = 1 << 22  # also bounds the replay after a crash
     # [metrics]
-    stream_labels: tuple[str, ...] = ()  # streams with their own labelled series (bounded)
+    stream_labels: tuple[str, ...] = ("*",)  # names or glob patterns of streams with their own labelled series
+    max_labelled_streams: int = 32  # at most this many (the first matching, by name): label sets stay bounded
     # [security]
     curve_secret_key_file: str | None = None  # a zmq.auth key file: enables CURVE on both sockets
     curve_authorized_keys_dir: str | None = None  # clients' public key files; required with CURVE
 
     def __post_init__(self):
+        if isinstance(self.stream_labels, str):
+            object.__setattr__(self, "stream_labels", (self.stream_labels,))
         object.__setattr__(self, "stream_labels", tuple(self.stream_labels))
         for name in ("max_message_bytes", "max_batch_symbols", "max_streams", "max_queue_symbols",
                      "max_state_bytes", "snapshot_interval_symbols"):
@@ -74,15 +78,23 @@ class ServeConfig:
         if self.max_queue_symbols < self.max_batch_symbols:
             raise ValueError("max_queue_symbols must be at least max_batch_symbols, or a full batch could never "
                              "be accepted")
-        if len(self.stream_labels) > MAX_LABELLED_STREAMS:
-            raise ValueError(f"at most {MAX_LABELLED_STREAMS} streams may have labelled metrics "
-                             f"(Prometheus label sets must stay bounded), got {len(self.stream_labels)}")
+        if not isinstance(self.max_labelled_streams, int) or not 0 <= self.max_labelled_streams <= MAX_LABELLED_STREAMS:
+            raise ValueError(f"max_labelled_streams must be in [0, {MAX_LABELLED_STREAMS}] (Prometheus label sets "
+                             f"must stay bounded), got {self.max_labelled_streams!r}")
+        if not all(isinstance(p, str) for p in self.stream_labels):
+            raise ValueError("stream_labels must be a list of stream names or glob patterns")
         if (self.curve_secret_key_file is None) != (self.curve_authorized_keys_dir is None):
             raise ValueError("CURVE needs both curve_secret_key_file and curve_authorized_keys_dir")
         for name in ("api", "pub"):
             if "://" not in getattr(self, name):
                 raise ValueError(f"{name} must be a ZeroMQ endpoint such as tcp://127.0.0.1:7710, "
                                  f"got {getattr(self, name)!r}")
+
+    def labelled(self, names) -> list[str]:
+        """The streams among ``names`` that get labelled series: matching ``stream_labels``, the first
+        ``max_labelled_streams`` of them in name order."""
+        chosen = [n for n in sorted(names) if any(fnmatch.fnmatchcase(n, p) for p in self.stream_labels)]
+        return chosen[:self.max_labelled_streams]
 
     @property
     def worker_count(self) -> int:

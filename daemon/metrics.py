@@ -4,7 +4,8 @@ Names follow the Prometheus conventions: a ``seqd_`` prefix, base units
 (seconds, bits), ``_total`` on counters, histograms for durations.  Labels are
 bounded: ``kind`` is a protocol operation (or ``invalid``), ``outcome`` is
 ``ok`` or a protocol error code, and ``stream`` appears only for the streams
-named in the configuration (``[metrics] stream_labels``).
+the configuration selects (``[metrics] stream_labels``, patterns, and at most
+``max_labelled_streams`` of them).
 
 The registry is passed in (tests use their own); nothing registers itself as
 a side effect of an import.
@@ -79,7 +80,8 @@ class StreamCollector:
                                 value=sum(s.queued for s in streams))
         yield GaugeMetricFamily("seqd_state_bytes", "Memory held by the learners.",
                                 value=sum(s.learner.state_bytes for s in streams))
-        labelled = [s for s in streams if s.name in server.config.stream_labels]
+        chosen = set(server.config.labelled(s.name for s in streams))
+        labelled = [s for s in streams if s.name in chosen]
         learned = CounterMetricFamily("seqd_stream_symbols_learned", "Symbols a stream has learned.",
                                       labels=["stream"])
         code = CounterMetricFamily("seqd_stream_code_bits", "A stream's prequential code length, in bits.",

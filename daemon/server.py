@@ -39,6 +39,7 @@ VERSION = "0.2.0"
 BURST = 256  # requests taken per turn of the loop before the logs are synced
 EVENT_TOP = 5  # symbols in each prediction event
 LEARN_RATE_HINT = 50_000  # symbols/s, to suggest how long a "busy" publisher should wait
+WORKER_NICE = 5  # learning threads yield the CPU to the I/O loop: answers stay fast while streams learn
 
 
 @dataclass
@@ -372,6 +373,11 @@ class Server:
 
     # -- what the workers did ----------------------------------------------------------------------
     def _work(self) -> None:
+        if WORKER_NICE and hasattr(os, "setpriority"):  # Linux: a thread's own priority; the I/O loop comes first
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WORKER_NICE)
+            except OSError:
+                pass
         wake = self._ctx.socket(zmq.PUSH)
         wake.connect("inproc://seqd-wake")
         try:
@@ -463,7 +469,9 @@ class Server:
 
     def _snapshot_done(self, stream: Stream, requester: _Pending | None, result) -> None:
         if isinstance(result, Exception):
-            log.error("stream %s: snapshot failed: %s", stream.name, result)
+            log.error("stream %s: snapshot failed (the log still holds everything; next try in %g s): %s",
+                      stream.name, self.config.snapshot_interval_seconds, result)
+            stream.snapshot_time = time.monotonic()
             reply = Reply.failure(requester.request.id, P.INTERNAL, f"snapshot failed: {result}") if requester else None
         else:
             stream.snapshot_position = result

@@ -258,7 +258,7 @@ def test_snapshot_on_request_and_the_log_is_cut(call, server):
 
 def test_the_metrics_endpoint_parses_and_counts_what_was_sent(tmp_path):
     port = free_port()
-    with ThreadServer(tmp_path / "state", metrics_port=port, stream_labels=("m",)) as srv:
+    with ThreadServer(tmp_path / "state", metrics_port=port, stream_labels=("m*",)) as srv:
         call = Caller(srv.api)
         call.ok("create", stream="m", config=SMALL_BYTES)
         call.ok("create", stream="unlabelled", config=SMALL_BYTES)
@@ -363,3 +363,29 @@ def test_the_client_library_against_the_daemon(server):
     lines = out.getvalue().splitlines()
     assert any("the text is learned" in line for line in lines)
     assert Caller(server.api).ok("stats", stream="demo")["position"] > 500
+
+
+def test_curve_admits_only_authorised_clients(tmp_path):
+    import zmq.auth
+
+    from seqd.clients.client import Client, CurveKeys
+    from seqd.clients.errors import SeqdTimeout
+
+    keys, allowed = tmp_path / "keys", tmp_path / "allowed"
+    keys.mkdir()
+    allowed.mkdir()
+    server_public, server_secret = zmq.auth.create_certificates(keys, "server")
+    client_public, client_secret = zmq.auth.create_certificates(keys, "client")
+    _, stranger_secret = zmq.auth.create_certificates(keys, "stranger")
+    (allowed / "client.key").write_bytes(Path(client_public).read_bytes())
+    with ThreadServer(tmp_path / "state", curve_secret_key_file=server_secret,
+                      curve_authorized_keys_dir=str(allowed)) as srv:
+        with Client(srv.api, timeout=5, curve=CurveKeys.from_files(server_public, client_secret)) as client:
+            assert client.ping().server == "seqd"
+        with Client(srv.api, timeout=0.5, retries=0,
+                    curve=CurveKeys.from_files(server_public, stranger_secret)) as stranger:
+            with pytest.raises(SeqdTimeout):
+                stranger.ping()
+        with Client(srv.api, timeout=0.5, retries=0) as plain:
+            with pytest.raises(SeqdTimeout):
+                plain.ping()

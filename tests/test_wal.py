@@ -119,8 +119,11 @@ def test_config_layers_and_errors(tmp_path):
         ServeConfig.load(text="[serve]\nworkers = 3")
     with pytest.raises(ValueError, match="max_queue_symbols"):
         ServeConfig.load(overrides={"max_queue_symbols": 10, "max_batch_symbols": 100})
-    with pytest.raises(ValueError, match="at most 64 streams"):
-        ServeConfig.load(overrides={"stream_labels": [f"s{i}" for i in range(65)]})
+    with pytest.raises(ValueError, match="max_labelled_streams must be in"):
+        ServeConfig.load(overrides={"max_labelled_streams": 1000})
+    labels = ServeConfig.load(text="[metrics]\nstream_labels = ['web-*', 'db']\nmax_labelled_streams = 2")
+    assert labels.labelled(["web-b", "x", "db", "web-a"]) == ["db", "web-a"]
+    assert ServeConfig().labelled([f"s{i:03d}" for i in range(100)]) == [f"s{i:03d}" for i in range(32)]
     with pytest.raises(ValueError, match="line 1"):
         ServeConfig.load(text="[server\n")
 

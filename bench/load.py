@@ -1,0 +1,206 @@
+"""The daemon under load, on loopback: 8 publishing clients and 1 querying client, against the in-process learner.
+
+    python bench/load.py                 # writes its table into docs/benchmarks.md
+    python bench/load.py --no-write --bytes 50000
+
+``seqd serve`` runs as its own process, with its defaults (one learning
+thread per core, every batch fsync'ed before it is acknowledged).  Eight
+client threads each publish one log of ``../shared/data/logs`` (its first
+``--bytes`` bytes) to a stream of its own, in batches of ``--batch`` bytes,
+as conditional appends, waiting out "busy" replies; one more client asks
+for predictions (top 5) round robin over the streams, ``--qps`` requests per
+second (0: as fast as answers come), until every stream has learned
+everything.
+
+Ingest rate is symbols learned per second of wall clock, from the first
+publish to the moment the last stream has learned its last symbol.  The
+reference is the same streams, in the same batches, learned in one process
+by as many threads as the daemon has workers (the Numba kernels release the
+GIL): what the daemon adds on top of learning is the ratio.  The run is
+bounded: the logs are finite, and every wait has a timeout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from baselines import log_files  # noqa: E402
+from common import machine, write_section  # noqa: E402
+
+from seqd.clients.client import Client  # noqa: E402
+from seqd.core.online import OnlineConfig, OnlineLearner  # noqa: E402
+
+PUBLISHERS = 8
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def in_process(streams: dict[str, bytes], batch: int, threads: int) -> float:
+    """Wall-clock seconds for ``threads`` threads to learn every stream, batch by batch."""
+    learners = {name: OnlineLearner(OnlineConfig.bytes_default()) for name in streams}
+    learners[next(iter(streams))].learn(b"warm up the compiled kernels")
+    learners = {name: OnlineLearner(OnlineConfig.bytes_default()) for name in streams}
+    names = list(streams)
+    lock = threading.Lock()
+
+    def work():
+        while True:
+            with lock:
+                if not names:
+                    return
+                name = names.pop(0)
+            data = streams[name]
+            for i in range(0, len(data), batch):
+                learners[name].learn(data[i:i + batch])
+
+    t0 = time.perf_counter()
+    pool = [threading.Thread(target=work) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return time.perf_counter() - t0
+
+
+def daemon_run(streams: dict[str, bytes], batch: int, timeout: float, qps: float) -> dict:
+    api, pub = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
+    with tempfile.TemporaryDirectory() as state:
+        proc = subprocess.Popen([sys.executable, "-m", "seqd.daemon", "serve", "--state-dir", state, "--api", api,
+                                 "--pub", pub, "--metrics-port", "0", "--log-level", "warning"])
+        try:
+            with Client(api, timeout=60) as c:
+                c.ping()
+                for name in streams:
+                    c.create(name)
+                c.publish("warm-up", b"warm up the compiled kernels", create=True)
+                c.predict("warm-up", min_position=28, wait=60)
+                c.drop("warm-up")
+            return _load(api, streams, batch, timeout, qps)
+        finally:
+            proc.terminate()
+            proc.wait(120)
+
+
+def _load(api: str, streams: dict[str, bytes], batch: int, timeout: float, qps: float) -> dict:
+    done = threading.Event()
+    errors: list[BaseException] = []
+    publish_seconds: list[float] = []
+
+    def publisher(name: str, data: bytes):
+        try:
+            with Client(api, timeout=timeout) as c:
+                position = 0
+                for i in range(0, len(data), batch):
+                    t = time.perf_counter()
+                    position = c.publish(name, data[i:i + batch], position=position).position
+                    publish_seconds.append(time.perf_counter() - t)
+        except BaseException as exc:  # reported after the run
+            errors.append(exc)
+
+    latencies: list[float] = []
+
+    def querier():
+        names = list(streams)
+        with Client(api, timeout=timeout) as c:
+            k = 0
+            start = time.perf_counter()
+            while not done.is_set():
+                t = time.perf_counter()
+                c.predict(names[k % len(names)], top=5)
+                latencies.append(time.perf_counter() - t)
+                k += 1
+                if qps:
+                    done.wait(max(0.0, start + k / qps - time.perf_counter()))
+
+    total = sum(len(d) for d in streams.values())
+    q = threading.Thread(target=querier)
+    pubs = [threading.Thread(target=publisher, args=item) for item in streams.items()]
+    t0 = time.perf_counter()
+    q.start()
+    for t in pubs:
+        t.start()
+    for t in pubs:
+        t.join()
+    with Client(api, timeout=timeout) as c:
+        for name, data in streams.items():
+            c.predict(name, min_position=len(data), wait=timeout)
+    seconds = time.perf_counter() - t0
+    done.set()
+    q.join()
+    if errors:
+        raise errors[0]
+    lat = np.array(latencies) * 1e3
+    pub = np.array(publish_seconds) * 1e3
+    return dict(seconds=seconds, rate=total / seconds, predicts=len(lat), p50=np.percentile(lat, 50),
+                p99=np.percentile(lat, 99), pmax=lat.max(), publishes=len(pub), pub_p50=np.percentile(pub, 50),
+                pub_p99=np.percentile(pub, 99))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bytes", type=int, default=150_000, help="bytes of each log to publish (default 150000)")
+    parser.add_argument("--batch", type=int, default=4096, help="symbols per publish (default 4096)")
+    parser.add_argument("--qps", type=float, default=500.0,
+                        help="predict requests per second of the querying client (default 500; 0: as fast as "
+                             "answers come)")
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    args = parser.parse_args(argv)
+    files = log_files()[:PUBLISHERS]
+    if len(files) < PUBLISHERS:
+        print(f"bench/load.py: needs {PUBLISHERS} logs in ../shared/data/logs, found {len(files)}", file=sys.stderr)
+        return 1
+    streams = {f.stem.split("_")[0].lower(): f.read_bytes()[:args.bytes] for f in files}
+    total = sum(len(d) for d in streams.values())
+    workers = os.cpu_count() or 1
+    print(f"in-process: {len(streams)} streams, {total} symbols, {workers} threads ...", file=sys.stderr)
+    ref = in_process(streams, args.batch, workers)
+    print(f"daemon: {PUBLISHERS} publishers + 1 querier ...", file=sys.stderr)
+    run = daemon_run(streams, args.batch, args.timeout, args.qps)
+    ratio = run["rate"] / (total / ref)
+    cmd = "python bench/load.py" + "".join(f" {a}" for a in shlex.split(" ".join(sys.argv[1:])) if a != "--no-write")
+    body = "\n".join([
+        f"Command: `{cmd}`  ",
+        f"Machine: {machine()}",
+        "",
+        f"{len(streams)} streams (the first {args.bytes:,} bytes of {len(streams)} logs), batches of {args.batch} "
+        f"symbols, default byte-stream model, `seqd serve` defaults ({workers} workers, fsync on), wall clock.",
+        "",
+        "| | symbols | seconds | symbols/s |",
+        "|---|---:|---:|---:|",
+        f"| in-process learners, {workers} threads | {total:,} | {ref:.2f} | {total / ref:,.0f} |",
+        f"| daemon: {PUBLISHERS} publishers, 1 querier, loopback | {total:,} | {run['seconds']:.2f} | "
+        f"{run['rate']:,.0f} |",
+        f"| **daemon / in-process** | | | **{ratio:.1%}** |",
+        "",
+        "| request, while ingesting | count | p50 (ms) | p99 (ms) | max (ms) |",
+        "|---|---:|---:|---:|---:|",
+        f"| predict (top 5), {'as fast as answered' if not args.qps else f'{args.qps:g} per second'} | "
+        f"{run['predicts']:,} | {run['p50']:.3f} | {run['p99']:.3f} | {run['pmax']:.2f} |",
+        f"| publish ({args.batch} symbols, fsync, busy retries included) | {run['publishes']:,} | "
+        f"{run['pub_p50']:.3f} | {run['pub_p99']:.3f} | |",
+    ])
+    print(body)
+    if not args.no_write:
+        write_section("daemon_load", body)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
