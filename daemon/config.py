@@ -25,7 +25,7 @@ def default_state_dir() -> str:
 
 # section of the TOML file -> keys it holds (each key is a ServeConfig field)
 SECTIONS = {
-    "server": ("state_dir", "api", "pub", "metrics_host", "metrics_port", "workers"),
+    "server": ("state_dir", "api", "pub", "metrics_host", "metrics_port", "workers", "worker_nice"),
     "limits": ("max_message_bytes", "max_batch_symbols", "max_streams", "max_queue_symbols", "max_state_bytes"),
     "durability": ("fsync", "snapshot_interval_seconds", "snapshot_interval_symbols"),
     "metrics": ("stream_labels", "max_labelled_streams"),
@@ -43,6 +43,7 @@ class ServeConfig:
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 9710  # Prometheus text at http://metrics_host:metrics_port/metrics; 0: off
     workers: int = 0  # learning threads; 0: one per core
+    worker_nice: int = 19  # learning threads' niceness (Linux, per thread): answers before learning on busy cores
     # [limits]
     max_message_bytes: int = 4 << 20  # larger frames are dropped by ZeroMQ itself (ZMQ_MAXMSGSIZE)
     max_batch_symbols: int = 1 << 20
@@ -71,6 +72,8 @@ class ServeConfig:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if not isinstance(self.workers, int) or self.workers < 0:
             raise ValueError(f"workers must be a non-negative integer (0: one per core), got {self.workers!r}")
+        if not isinstance(self.worker_nice, int) or not 0 <= self.worker_nice <= 19:
+            raise ValueError(f"worker_nice must be in [0, 19], got {self.worker_nice!r}")
         if not isinstance(self.metrics_port, int) or not 0 <= self.metrics_port <= 65535:
             raise ValueError(f"metrics_port must be in [0, 65535], got {self.metrics_port!r}")
         if not self.snapshot_interval_seconds > 0:

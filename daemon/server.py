@@ -1,10 +1,11 @@
 """The daemon: one I/O loop on ZeroMQ, worker threads that learn, streams that survive restarts.
 
-The I/O loop (:meth:`Server.serve`) owns every socket and every write-ahead
-log.  It takes the requests that are waiting (a burst), answers what it can
-at once from the streams' views, appends published batches to their logs,
-syncs each touched log once (group commit), and only then acknowledges the
-batches and hands them to the workers.  Workers run the Numba kernels, which
+The I/O loop (:meth:`Server.serve`) owns every socket and appends to every
+write-ahead log.  It takes the requests that are waiting (a burst), answers
+what it can at once from the streams' views, and appends published batches to
+their logs; a sync thread then fsyncs each touched log once (group commit)
+while the loop goes on answering, and only then are the batches acknowledged
+and handed to the workers.  Workers run the Numba kernels, which
 release the GIL, so the loop keeps answering while streams learn; they report
 back through a queue and a wake-up socket, and the loop publishes their
 prediction events.  ``docs/daemon.md`` has the picture; ``docs/protocol.md``
@@ -39,7 +40,6 @@ VERSION = "0.2.0"
 BURST = 256  # requests taken per turn of the loop before the logs are synced
 EVENT_TOP = 5  # symbols in each prediction event
 LEARN_RATE_HINT = 50_000  # symbols/s, to suggest how long a "busy" publisher should wait
-WORKER_NICE = 5  # learning threads yield the CPU to the I/O loop: answers stay fast while streams learn
 
 
 @dataclass
@@ -69,6 +69,8 @@ class Server:
         self._waiters: dict[str, list[_Pending]] = {}
         self._stop = threading.Event()
         self._workers: list[threading.Thread] = []
+        self._sync_jobs: queue.SimpleQueue = queue.SimpleQueue()  # acknowledgements waiting for an fsync
+        self._syncing = 0  # sync jobs under way
         self._ctx = zmq.Context()
         self._auth = None
         self._metrics_http = None
@@ -96,6 +98,8 @@ class Server:
             t = threading.Thread(target=self._work, name=f"seqd-worker-{i}", daemon=True)
             t.start()
             self._workers.append(t)
+        self._syncer = threading.Thread(target=self._sync, name="seqd-sync", daemon=True)
+        self._syncer.start()
         if self.config.metrics_port:
             self._metrics_http = start_metrics_server(self.registry, self.config.metrics_host,
                                                       self.config.metrics_port)
@@ -135,7 +139,7 @@ class Server:
         poller.register(self._router, zmq.POLLIN)
         poller.register(self._wake, zmq.POLLIN)
         next_housekeeping = 0.0
-        draining = False
+        draining = snapshots_asked = False
         try:
             while True:
                 now = time.monotonic()
@@ -155,10 +159,12 @@ class Server:
                 if self._stop.is_set() and not draining:
                     draining = True
                     log.info("stopping: finishing queued work and writing snapshots")
+                if draining and not snapshots_asked and self._syncing == 0:  # every accepted batch is queued
+                    snapshots_asked = True
                     for stream in self.streams.values():
                         if stream.accepted > stream.snapshot_position and not stream.snapshot_pending:
                             self._enqueue(stream, ("snapshot", None))
-                if draining and not any(s.scheduled for s in self.streams.values()):
+                if snapshots_asked and not any(s.scheduled for s in self.streams.values()):
                     self._take_reports()
                     break
         finally:
@@ -201,23 +207,46 @@ class Server:
             self._commit(acks)
 
     def _commit(self, acks) -> None:
-        synced: dict[str, str | None] = {}
-        for _, stream, _ in acks:
-            if stream.name not in synced:
-                try:
-                    stream.log.sync()
-                    synced[stream.name] = None
-                except OSError as exc:
-                    stream.broken = f"write-ahead log could not be synced: {exc}"
-                    log.error("stream %s: %s", stream.name, stream.broken)
-                    synced[stream.name] = stream.broken
+        """Group commit: one fsync per touched log, in the sync thread, while this loop goes on answering;
+        the batches are acknowledged and queued when it reports back (:meth:`_acknowledge`)."""
+        if not self.config.fsync:
+            self._acknowledge(acks, {})
+            return
+        self._syncing += 1
+        self._sync_jobs.put(acks)
+
+    def _sync(self) -> None:
+        wake = self._ctx.socket(zmq.PUSH)
+        wake.connect("inproc://seqd-wake")
+        try:
+            while (acks := self._sync_jobs.get()) is not None:
+                failed: dict[str, str] = {}
+                for stream in {id(s): s for _, s, _ in acks}.values():
+                    try:
+                        stream.log.sync()
+                    except OSError as exc:
+                        failed[stream.name] = f"write-ahead log could not be synced: {exc}"
+                self._outbox.put(("synced", None, (acks, failed)))
+                wake.send(b"", zmq.NOBLOCK)
+        finally:
+            wake.close(linger=0)
+
+    def _acknowledge(self, acks, failed: dict[str, str]) -> None:
         for pending, stream, symbols in acks:
             req = pending.request
-            if synced[stream.name] is not None:
-                self._reply(pending.identity, Reply.failure(req.id, P.INTERNAL, synced[stream.name]), req.op,
+            stream.syncing -= len(symbols)
+            if stream.dropped:
+                self._reply(pending.identity, Reply.failure(req.id, P.NO_SUCH_STREAM, f"stream {stream.name!r} was "
+                            "dropped before this batch was acknowledged"), req.op, pending.t0)
+                continue
+            if stream.name in failed:
+                if not stream.broken:
+                    stream.broken = failed[stream.name]
+                    log.error("stream %s: %s", stream.name, stream.broken)
+                self._reply(pending.identity, Reply.failure(req.id, P.INTERNAL, failed[stream.name]), req.op,
                             pending.t0)
                 continue
-            if stream.offer(symbols):
+            if stream.offer(pending.position - len(symbols), symbols):
                 self._ready.put(stream)
             self.telemetry.symbols_accepted.inc(len(symbols))
             self._reply(pending.identity, Reply.success(req.id, stream=stream.name, position=pending.position,
@@ -319,9 +348,10 @@ class Server:
         if req.position is not None and req.position != stream.accepted:
             return Reply.failure(req.id, P.CONFLICT, f"stream {stream.name!r} holds {stream.accepted} symbols, "
                                  f"not {req.position}")
-        if stream.queued + len(symbols) > self.config.max_queue_symbols:
-            wait = int(1000 * stream.queued / LEARN_RATE_HINT)
-            return Reply.failure(req.id, P.BUSY, f"stream {stream.name!r} has {stream.queued} symbols waiting to be "
+        waiting = stream.queued + stream.syncing
+        if waiting + len(symbols) > self.config.max_queue_symbols:
+            wait = int(1000 * waiting / LEARN_RATE_HINT)
+            return Reply.failure(req.id, P.BUSY, f"stream {stream.name!r} has {waiting} symbols waiting to be "
                                  "learned; retry later", retry_after_ms=min(max(wait, 10), 5000))
         try:
             stream.log.append(symbols)
@@ -330,6 +360,7 @@ class Server:
             log.error("stream %s: %s", stream.name, stream.broken)
             return Reply.failure(req.id, P.INTERNAL, stream.broken)
         pending.position = stream.accepted
+        stream.syncing += len(symbols)
         acks.append((pending, stream, symbols.astype(np.int64)))
         return None
 
@@ -373,9 +404,10 @@ class Server:
 
     # -- what the workers did ----------------------------------------------------------------------
     def _work(self) -> None:
-        if WORKER_NICE and hasattr(os, "setpriority"):  # Linux: a thread's own priority; the I/O loop comes first
+        nice = self.config.worker_nice
+        if nice and hasattr(os, "setpriority"):  # Linux: a thread's own priority; the I/O loop comes first
             try:
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WORKER_NICE)
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
             except OSError:
                 pass
         wake = self._ctx.socket(zmq.PUSH)
@@ -418,8 +450,11 @@ class Server:
                 elif kind == "snapshot":
                     requester, result = detail
                     self._snapshot_done(stream, requester, result)
+                elif kind == "synced":
+                    self._syncing -= 1
+                    self._acknowledge(*detail)
             except Exception:  # a fault of ours in the bookkeeping: log it, keep serving
-                log.exception("stream %s: handling a worker's %s report failed", stream.name, kind)
+                log.exception("handling a %s report failed (stream %s)", kind, getattr(stream, "name", "-"))
 
     def _publish_event(self, stream: Stream, symbols: int, bits: float) -> None:
         view = stream.view
@@ -532,7 +567,8 @@ class Server:
     def _close(self) -> None:
         for _ in self._workers:
             self._ready.put(None)
-        for t in self._workers:
+        self._sync_jobs.put(None)
+        for t in self._workers + [self._syncer]:
             t.join()
         self._take_reports()
         for stream in self.streams.values():

@@ -109,6 +109,7 @@ class Stream:
         self.lock = threading.Lock()  # guards the queue, `scheduled`, `queued` and the flags below
         self.queue: deque = deque()  # ("batch", start, symbols) | ("snapshot", requester) | ("drop", path)
         self.queued = 0  # accepted symbols not yet learned
+        self.syncing = 0  # symbols in the log, waiting for its fsync before they are queued (I/O loop only)
         self.scheduled = False  # a worker holds it, or it waits in the ready queue
         self.snapshot_pending = False
         self.dropped = False
@@ -122,10 +123,11 @@ class Stream:
     def accepted(self) -> int:
         return self.log.position
 
-    def offer(self, symbols: np.ndarray) -> bool:
-        """Queue a batch the log holds; returns True when the stream must be handed to a worker."""
+    def offer(self, start: int, symbols: np.ndarray) -> bool:
+        """Queue a batch the log holds from position ``start``; returns True when the stream must be
+        handed to a worker."""
         with self.lock:
-            self.queue.append(("batch", self.log.position - len(symbols), symbols))
+            self.queue.append(("batch", start, symbols))
             self.queued += len(symbols)
             return self._schedule()
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 import zlib
 from pathlib import Path
 from typing import Iterator
@@ -71,7 +72,8 @@ def fsync_dir(directory: Path) -> None:
 
 
 class WriteAheadLog:
-    """The appending side.  Owned by one thread (the daemon's I/O loop)."""
+    """The appending side.  One thread appends, rotates and closes (the daemon's I/O loop); :meth:`sync`
+    may run in another thread meanwhile (the daemon's group commit)."""
 
     def __init__(self, directory: Path, itemsize: int, position: int, *, fsync: bool = True):
         self.directory = Path(directory)
@@ -79,12 +81,15 @@ class WriteAheadLog:
         self.position = position  # stream length after the last record written
         self.fsync_enabled = fsync
         self._file = None
-        self._dirty = False
+        self._appended = 0  # records written so far
+        self._synced = 0  # records an fsync has covered: those written before it began
+        self._lock = threading.Lock()  # an fsync never meets a file being closed (its descriptor reused)
         self._open_segment()
 
     def _open_segment(self) -> None:
         if self._file is not None:
-            self._file.close()
+            with self._lock:
+                self._file.close()
         path = self.directory / segment_name(self.position)
         fresh = not path.exists() or path.stat().st_size < _HEAD.size
         self._file = open(path, "ab")
@@ -118,14 +123,22 @@ class WriteAheadLog:
                 pass
             raise
         self.position = start + len(symbols)
-        self._dirty = True
+        self._appended += 1
         return start
 
     def sync(self) -> None:
-        """Make every record appended so far durable (one fsync for many appends: group commit)."""
-        if self._dirty and self.fsync_enabled:
-            os.fsync(self._file.fileno())
-        self._dirty = False
+        """Make every record appended before this call durable (one fsync for many appends: group commit).
+
+        Records appended while the fsync runs are not counted as synced: the
+        next call syncs them.
+        """
+        if not self.fsync_enabled:
+            return
+        with self._lock:
+            target = self._appended
+            if target > self._synced and self._file is not None:
+                os.fsync(self._file.fileno())
+                self._synced = target
 
     def checkpoint(self, snapshot_position: int) -> None:
         """A snapshot now holds the stream up to ``snapshot_position``: start a new segment and
@@ -141,8 +154,9 @@ class WriteAheadLog:
     def close(self) -> None:
         if self._file is not None:
             self.sync()
-            self._file.close()
-            self._file = None
+            with self._lock:
+                self._file.close()
+                self._file = None
 
 
 def replay(directory: Path, itemsize: int, start: int) -> Iterator[np.ndarray]:

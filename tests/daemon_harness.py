@@ -72,8 +72,8 @@ class ThreadServer:
     """``Server`` running in a thread of this process; ``stop()`` is the orderly SIGTERM path."""
 
     def __init__(self, state_dir: Path, **settings):
-        settings = dict(dict(api="tcp://127.0.0.1:*", pub="tcp://127.0.0.1:*", metrics_port=0, workers=2,
-                             fsync=False), **settings)
+        settings = dict(dict(api="tcp://127.0.0.1:*", pub="tcp://127.0.0.1:*", metrics_port=0, workers=2),
+                        **settings)
         self.server = Server(ServeConfig(state_dir=str(state_dir), **settings))
         self.server.start()
         self.thread = threading.Thread(target=self.server.serve, daemon=True)
