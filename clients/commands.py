@@ -30,6 +30,9 @@ def register(sub) -> None:
     p.add_argument("file", metavar="FILE|-", help="the file to send, or - for stdin")
     p.add_argument("--stream", required=True, metavar="NAME")
     p.add_argument("--follow", action="store_true", help="keep sending what is appended to FILE, as tail -f does")
+    p.add_argument("--wait", action=argparse.BooleanOptionalAction, default=True,
+                   help="once everything is sent, wait until the daemon has learned it and print the stream's "
+                        "bits per symbol (default: yes; never with --follow)")
     p.add_argument("--batch", type=_positive, default=DEFAULT_MAX_BATCH, metavar="N",
                    help=f"symbols per request (default {DEFAULT_MAX_BATCH})")
     p.add_argument("--create", action=argparse.BooleanOptionalAction, default=True,
@@ -131,6 +134,12 @@ def _publish(args) -> int:
             _summary(args.stream, position - start, position, show, interrupted=True)
             return 0 if args.follow else 130
         _summary(args.stream, position - start, position, show)
+        if args.wait and not args.follow:
+            try:
+                _wait_learned(client, args.stream, position, show)
+            except KeyboardInterrupt:  # the batches are acknowledged: the daemon learns them anyway
+                print("not waiting: the daemon goes on learning what was sent (see `seqd stats`)")
+                return 0
     return 0
 
 
@@ -139,6 +148,20 @@ def _summary(stream: str, count: int, position: int, show: bool, interrupted: bo
         sys.stderr.write("\r" + " " * 60 + "\r")
     note = " (interrupted; everything counted was acknowledged)" if interrupted else ""
     print(f"published {count} symbols to {stream}; position {position}{note}")
+
+
+def _wait_learned(client: Client, stream: str, position: int, show: bool) -> None:
+    """Until the stream has learned ``position`` symbols (progress on a terminal); then its rate."""
+    while (st := client.stats(stream)).position < position:
+        if show:
+            sys.stderr.write(f"\r  learning: {st.position} of {position} symbols, "
+                             f"{st.recent_bits_per_symbol or 0:.3f} bits/symbol recently   ")
+            sys.stderr.flush()
+        time.sleep(0.25)
+    if show:
+        sys.stderr.write("\r" + " " * 70 + "\r")
+    print(f"learned: {st.position} symbols at {st.bits_per_symbol:.4f} bits/symbol "
+          f"({st.recent_bits_per_symbol:.4f} over the last 4096)")
 
 
 def _size(n: float) -> str:
@@ -223,6 +246,9 @@ def _stats(args) -> int:
         return 0
     if isinstance(st, ServerStats):
         raw["streams"] = ", ".join(st.streams) or "-"
+    else:  # the stream first, and "position" as what it means here
+        raw = {"stream": raw.pop("stream"), "learned": raw.pop("position"), "accepted": raw.pop("accepted"),
+               "queued": raw.pop("queued"), **raw}
     config = raw.pop("config", None)
     width = max(map(len, raw), default=0)
     for key, value in raw.items():

@@ -389,3 +389,20 @@ def test_curve_admits_only_authorised_clients(tmp_path):
         with Client(srv.api, timeout=0.5, retries=0) as plain:
             with pytest.raises(SeqdTimeout):
                 plain.ping()
+
+
+def test_the_command_line_against_the_daemon(server, tmp_path, capsys):
+    from seqd.daemon.cli import main
+
+    log = tmp_path / "app.log"
+    log.write_bytes(text(5000, 11))
+    assert main(["publish", str(log), "--stream", "app", "--api", server.api, "--batch", "1000"]) == 0
+    out = capsys.readouterr().out
+    learner, bits = reference([text(5000, 11)], config={})  # `seqd publish` creates the default byte model
+    assert "published 5000 symbols to app; position 5000" in out
+    assert f"learned: 5000 symbols at {bits / 5000:.4f} bits/symbol" in out
+    assert main(["stats", "app", "--api", server.api]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["stream", "app"] and lines[1].split() == ["learned", "5000"]
+    assert main(["predict", "app", "--api", server.api, "--top", "2"]) == 0
+    assert "position 5000" in capsys.readouterr().out
