@@ -253,3 +253,42 @@ class Operations:
     def snapshot(self, stream: str) -> Plan:
         result = yield from self.call(self.endpoint_for(stream), {"op": "snapshot", "stream": stream}, retry=True)
         return Snapshot.from_result(result)
+
+
+class ClientBase:
+    """What the blocking and the asyncio client share beyond the plans: routing, subscriptions, closing.
+
+    A subclass sets ``_context``, ``_curve``, ``_transport``, ``_ops``,
+    ``endpoints`` and ``pub`` (through :meth:`_setup`), and names its
+    subscription class.
+    """
+
+    _subscription_class: type
+
+    def _setup(self, endpoints, pub, *, timeout: float, retries: int, max_batch: int, context, curve,
+               transport) -> None:
+        self._ops = Operations(endpoints, timeout=timeout, retries=retries, max_batch=max_batch)
+        self.endpoints = self._ops.endpoints
+        self.pub = pub
+        self._context = context
+        self._curve = curve
+        self._transport = transport(context, curve)
+        self._subscriptions: list = []
+
+    def endpoint_for(self, stream: str) -> str:
+        """The API endpoint that serves ``stream``."""
+        return self._ops.endpoint_for(stream)
+
+    def subscribe(self, streams: str | Iterable[str] | None = None):
+        """Events of the given streams (all streams for None), from every PUB endpoint."""
+        sub = self._subscription_class(self._context, pub_endpoints(self.endpoints, self.pub), topics(streams),
+                                       self._curve)
+        self._subscriptions.append(sub)
+        return sub
+
+    def close(self) -> None:
+        self._transport.close()
+        for sub in self._subscriptions:
+            sub.close()
+        self._subscriptions.clear()
+

@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import zmq
 import zmq.asyncio
 
 from . import protocol
-from ._common import DEFAULT_API, DEFAULT_MAX_BATCH, Exchange, Operations, Plan, Sleep, accept_reply, pub_endpoints
+from ._common import DEFAULT_API, DEFAULT_MAX_BATCH, ClientBase, Exchange, Plan, Sleep, accept_reply
 from ._sockets import CurveKeys, open_dealer, open_sub
-from ._common import topics as _topics
 from .protocol import Event, Reply
 from .results import Ack, Created, Prediction, ServerInfo, ServerStats, Snapshot, StreamStats
 
@@ -107,23 +106,20 @@ class AsyncSubscription:
         self.close()
 
 
-class AsyncClient:
+class AsyncClient(ClientBase):
     """The asyncio twin of :class:`~seqd.clients.client.Client`: same arguments, same semantics."""
+
+    _subscription_class = AsyncSubscription
 
     def __init__(self, endpoints: str | Sequence[str] = DEFAULT_API, *, pub: str | Sequence[str] | None = None,
                  timeout: float = 5.0, retries: int = 3, context: zmq.Context | None = None,
                  max_batch: int = DEFAULT_MAX_BATCH, curve: CurveKeys | None = None):
-        self._ops = Operations(endpoints, timeout=timeout, retries=retries, max_batch=max_batch)
-        self.endpoints = self._ops.endpoints
-        self.pub = pub
         if context is None:
             context = zmq.asyncio.Context.instance()
         elif not isinstance(context, zmq.asyncio.Context):
             context = zmq.asyncio.Context.shadow(context.underlying)
-        self._context = context
-        self._curve = curve
-        self._transport = _AsyncTransport(context, curve)
-        self._subscriptions: list[AsyncSubscription] = []
+        self._setup(endpoints, pub, timeout=timeout, retries=retries, max_batch=max_batch, curve=curve,
+                    context=context, transport=_AsyncTransport)
 
     async def _run(self, plan: Plan):
         outcome = None
@@ -137,9 +133,6 @@ class AsyncClient:
                     outcome = await self._transport.exchange(action)
         except StopIteration as done:
             return done.value
-
-    def endpoint_for(self, stream: str) -> str:
-        return self._ops.endpoint_for(stream)
 
     async def ping(self, *, endpoint: str | None = None) -> ServerInfo:
         return await self._run(self._ops.ping(endpoint))
@@ -163,19 +156,6 @@ class AsyncClient:
 
     async def snapshot(self, stream: str) -> Snapshot:
         return await self._run(self._ops.snapshot(stream))
-
-    def subscribe(self, streams: str | Iterable[str] | None = None) -> AsyncSubscription:
-        """Events of the given streams (all for None): ``async for event in client.subscribe("web")``."""
-        sub = AsyncSubscription(self._context, pub_endpoints(self.endpoints, self.pub), _topics(streams),
-                  self._curve)
-        self._subscriptions.append(sub)
-        return sub
-
-    def close(self) -> None:
-        self._transport.close()
-        for sub in self._subscriptions:
-            sub.close()
-        self._subscriptions.clear()
 
     async def __aenter__(self) -> "AsyncClient":
         return self

@@ -23,14 +23,13 @@ by default each API endpoint's tcp port + 1 (7710 -> 7711).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import zmq
 
 from . import protocol
-from ._common import DEFAULT_API, DEFAULT_MAX_BATCH, Exchange, Operations, Plan, Sleep, accept_reply, pub_endpoints
+from ._common import DEFAULT_API, DEFAULT_MAX_BATCH, ClientBase, Exchange, Plan, Sleep, accept_reply
 from ._sockets import CurveKeys, open_dealer, open_sub
-from ._common import topics as _topics
 from .errors import BusyError, ConflictError, NoSuchStreamError, SeqdError, SeqdTimeout, ServerError
 from .protocol import Event, Reply
 from .results import Ack, Created, Prediction, ServerInfo, ServerStats, Snapshot, StreamStats
@@ -119,23 +118,21 @@ class Subscription:
         self.close()
 
 
-class Client:
+class Client(ClientBase):
     """A blocking client of one seqd daemon or of replicas sharing the streams (see the module doc).
 
     ``timeout`` is seconds per attempt; ``retries`` the resends after a timeout; ``max_batch`` the
-    largest publish sent in one request (larger ones are split).  Not thread-safe.
+    largest publish sent in one request (larger ones are split); ``curve`` the keys for a daemon
+    that requires CURVE.  Not thread-safe.
     """
+
+    _subscription_class = Subscription
 
     def __init__(self, endpoints: str | Sequence[str] = DEFAULT_API, *, pub: str | Sequence[str] | None = None,
                  timeout: float = 5.0, retries: int = 3, context: zmq.Context | None = None,
                  max_batch: int = DEFAULT_MAX_BATCH, curve: CurveKeys | None = None):
-        self._ops = Operations(endpoints, timeout=timeout, retries=retries, max_batch=max_batch)
-        self.endpoints = self._ops.endpoints
-        self.pub = pub
-        self._context = context if context is not None else zmq.Context.instance()
-        self._curve = curve
-        self._transport = _Transport(self._context, curve)
-        self._subscriptions: list[Subscription] = []
+        self._setup(endpoints, pub, timeout=timeout, retries=retries, max_batch=max_batch, curve=curve,
+                    context=context if context is not None else zmq.Context.instance(), transport=_Transport)
 
     def _run(self, plan: Plan):
         outcome = None
@@ -149,10 +146,6 @@ class Client:
                     outcome = self._transport.exchange(action)
         except StopIteration as done:
             return done.value
-
-    def endpoint_for(self, stream: str) -> str:
-        """The API endpoint that serves ``stream``."""
-        return self._ops.endpoint_for(stream)
 
     def ping(self, *, endpoint: str | None = None) -> ServerInfo:
         return self._run(self._ops.ping(endpoint))
@@ -185,19 +178,6 @@ class Client:
     def snapshot(self, stream: str) -> Snapshot:
         """Write the stream's state to disk now."""
         return self._run(self._ops.snapshot(stream))
-
-    def subscribe(self, streams: str | Iterable[str] | None = None) -> Subscription:
-        """Events of the given streams (all streams for None), from every PUB endpoint."""
-        sub = Subscription(self._context, pub_endpoints(self.endpoints, self.pub), _topics(streams),
-                  self._curve)
-        self._subscriptions.append(sub)
-        return sub
-
-    def close(self) -> None:
-        self._transport.close()
-        for sub in self._subscriptions:
-            sub.close()
-        self._subscriptions.clear()
 
     def __enter__(self) -> "Client":
         return self

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from seqd.core import coder, container
 from seqd.core.container import FormatError, compress, decompress
 from seqd.core.online import OnlineConfig, OnlineLearner
-from seqd.core.online.codec import max_encoded_bytes
 
 LOGS = Path(__file__).resolve().parents[2] / "shared" / "data" / "logs"
 # small tables: a learner per test case stays cheap; the coder does not care about the model's size
