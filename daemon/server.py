@@ -14,6 +14,7 @@ the messages.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import queue
@@ -78,8 +79,17 @@ class Server:
 
     # -- start and stop ----------------------------------------------------------------------
     def start(self) -> None:
-        """Restore every stream, bind the sockets, start the workers and the metrics endpoint."""
+        """Lock the state directory, restore every stream, bind the sockets, start the workers and the
+        metrics endpoint.  A failure (ValueError, with the reason) leaves nothing open."""
+        try:
+            self._start()
+        except BaseException:
+            self._abort()
+            raise
+
+    def _start(self) -> None:
         (self.state_dir / "streams").mkdir(parents=True, exist_ok=True)
+        self._lock_state_dir()
         self._empty_trash()
         self._restore_streams()
         self._router = self._ctx.socket(zmq.ROUTER)
@@ -88,8 +98,11 @@ class Server:
             sock.setsockopt(zmq.LINGER, 1000)
         self._router.setsockopt(zmq.MAXMSGSIZE, self.config.max_message_bytes)
         self._configure_curve()
-        self._router.bind(self.config.api)
-        self._pub.bind(self.config.pub)
+        for sock, name, endpoint in ((self._router, "API", self.config.api), (self._pub, "event", self.config.pub)):
+            try:
+                sock.bind(endpoint)
+            except zmq.ZMQError as exc:
+                raise ValueError(f"cannot bind the {name} socket to {endpoint}: {exc.strerror}") from None
         self.api_endpoint = self._router.getsockopt_string(zmq.LAST_ENDPOINT)
         self.pub_endpoint = self._pub.getsockopt_string(zmq.LAST_ENDPOINT)
         self._wake = self._ctx.socket(zmq.PULL)
@@ -101,8 +114,12 @@ class Server:
         self._syncer = threading.Thread(target=self._sync, name="seqd-sync", daemon=True)
         self._syncer.start()
         if self.config.metrics_port:
-            self._metrics_http = start_metrics_server(self.registry, self.config.metrics_host,
-                                                      self.config.metrics_port)
+            try:
+                self._metrics_http = start_metrics_server(self.registry, self.config.metrics_host,
+                                                          self.config.metrics_port)
+            except OSError as exc:
+                raise ValueError(f"cannot serve metrics on {self.config.metrics_host}:{self.config.metrics_port}: "
+                                 f"{exc.strerror or exc}") from None
         log.info("seqd %s serving %d stream(s): api %s, pub %s, metrics %s, state %s, %d worker(s)", VERSION,
                  len(self.streams), self.api_endpoint, self.pub_endpoint, self.metrics_url or "off", self.state_dir,
                  len(self._workers))
@@ -117,6 +134,44 @@ class Server:
     def request_stop(self) -> None:
         """Begin an orderly stop (safe from a signal handler or another thread)."""
         self._stop.set()
+
+    def _lock_state_dir(self) -> None:
+        """One daemon per state directory: two writers would interleave their logs."""
+        path = self.state_dir / "lock"
+        self._lock_file = open(path, "a+")
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._lock_file.seek(0)
+            owner = self._lock_file.read().strip() or "unknown"
+            self._lock_file.close()
+            self._lock_file = None
+            raise ValueError(f"state directory {self.state_dir} is in use by another seqd (pid {owner})") from None
+        self._lock_file.seek(0)
+        self._lock_file.truncate()
+        self._lock_file.write(f"{os.getpid()}\n")
+        self._lock_file.flush()
+
+    def _abort(self) -> None:
+        """Release what a failed start opened."""
+        for _ in self._workers:
+            self._ready.put(None)
+        self._sync_jobs.put(None)
+        for t in self._workers:
+            t.join()
+        for attr in ("_router", "_pub", "_wake"):
+            sock = getattr(self, attr, None)
+            if sock is not None:
+                sock.close(linger=0)
+        if self._metrics_http:
+            self._metrics_http.server_close()
+        if self._auth:
+            self._auth.stop()
+        for stream in self.streams.values():
+            stream.log.close()
+        self._ctx.term()
+        if getattr(self, "_lock_file", None):
+            self._lock_file.close()
 
     def _configure_curve(self) -> None:
         if not self.config.curve_secret_key_file:
@@ -584,4 +639,5 @@ class Server:
         for sock in (self._router, self._pub, self._wake):
             sock.close()
         self._ctx.term()
+        self._lock_file.close()
         log.info("stopped")

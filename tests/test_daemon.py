@@ -406,3 +406,28 @@ def test_the_command_line_against_the_daemon(server, tmp_path, capsys):
     assert lines[0].split() == ["stream", "app"] and lines[1].split() == ["learned", "5000"]
     assert main(["predict", "app", "--api", server.api, "--top", "2"]) == 0
     assert "position 5000" in capsys.readouterr().out
+
+
+def test_one_daemon_per_state_directory_and_clear_start_errors(tmp_path):
+    from seqd.daemon.config import ServeConfig
+    from seqd.daemon.server import Server
+
+    def config(**kw):
+        return ServeConfig(**dict(dict(state_dir=str(tmp_path / "state"), api="tcp://127.0.0.1:*",
+                                       pub="tcp://127.0.0.1:*", metrics_port=0), **kw))
+
+    with ThreadServer(tmp_path / "state") as srv:
+        with pytest.raises(ValueError, match="in use by another seqd"):
+            Server(config()).start()
+        taken = srv.api
+        with pytest.raises(ValueError, match="cannot bind the API socket"):
+            Server(config(state_dir=str(tmp_path / "other"), api=taken)).start()
+    port = free_port()
+    import socket
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", port))
+        busy.listen()
+        with pytest.raises(ValueError, match="cannot serve metrics"):
+            Server(config(metrics_port=port)).start()
+    with ThreadServer(tmp_path / "state"):  # every failed start released the directory
+        pass
