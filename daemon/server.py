@@ -15,6 +15,7 @@ the messages.
 from __future__ import annotations
 
 import fcntl
+import heapq
 import logging
 import os
 import queue
@@ -40,6 +41,8 @@ log = logging.getLogger("seqd")
 VERSION = "0.2.0"
 BURST = 256  # requests taken per turn of the loop before the logs are synced
 EVENT_TOP = 5  # symbols in each prediction event
+MAX_WAITERS = 10_000  # predicts waiting for a position, all streams together
+MAX_QUEUED_BATCHES = 4096  # per stream: a flood of tiny batches is bounded too, not only its symbols
 LEARN_RATE_HINT = 50_000  # symbols/s, to suggest how long a "busy" publisher should wait
 
 
@@ -52,6 +55,10 @@ class _Pending:
     t0: float
     deadline: float = 0.0  # a waiting predict: when it times out
     position: int = 0  # an accepted batch: the stream's length after it
+    done: bool = False  # a waiting predict already answered (it stays in the deadline heap until it pops)
+
+    def __lt__(self, other: "_Pending") -> bool:  # for the deadline heap
+        return self.deadline < other.deadline
 
 
 class Server:
@@ -67,7 +74,9 @@ class Server:
         self.started = time.time()
         self._ready: queue.SimpleQueue = queue.SimpleQueue()  # streams with work, for the workers
         self._outbox: queue.SimpleQueue = queue.SimpleQueue()  # what workers did, for the loop
-        self._waiters: dict[str, list[_Pending]] = {}
+        self._waiters: dict[str, list[_Pending]] = {}  # waiting predicts by stream
+        self._deadlines: list[_Pending] = []  # the same, as a heap by deadline
+        self._waiting = 0
         self._stop = threading.Event()
         self._workers: list[threading.Thread] = []
         self._sync_jobs: queue.SimpleQueue = queue.SimpleQueue()  # acknowledgements waiting for an fsync
@@ -198,7 +207,7 @@ class Server:
         try:
             while True:
                 now = time.monotonic()
-                timeout = max(0.0, min([next_housekeeping - now] + self._deadlines()))
+                timeout = max(0.0, min(next_housekeeping, self._next_deadline()) - now)
                 ready = dict(poller.poll(int(timeout * 1000) + 1))
                 if self._wake in ready:
                     while self._wake.poll(0):
@@ -217,17 +226,18 @@ class Server:
                 if draining and not snapshots_asked and self._syncing == 0:  # every accepted batch is queued
                     snapshots_asked = True
                     for stream in self.streams.values():
-                        if stream.accepted > stream.snapshot_position and not stream.snapshot_pending:
-                            self._enqueue(stream, ("snapshot", None))
+                        if stream.accepted > stream.snapshot_position and not stream.faulted:
+                            self._snapshot(stream, None)
                 if snapshots_asked and not any(s.scheduled for s in self.streams.values()):
                     self._take_reports()
                     break
         finally:
             self._close()
 
-    def _deadlines(self) -> list[float]:
-        now = time.monotonic()
-        return [w.deadline - now for ws in self._waiters.values() for w in ws]
+    def _next_deadline(self) -> float:
+        while self._deadlines and self._deadlines[0].done:
+            heapq.heappop(self._deadlines)
+        return self._deadlines[0].deadline if self._deadlines else float("inf")
 
     def _take_requests(self) -> None:
         """A burst of requests; batches are acknowledged after one sync per touched log."""
@@ -282,7 +292,7 @@ class Server:
                     except OSError as exc:
                         failed[stream.name] = f"write-ahead log could not be synced: {exc}"
                 self._outbox.put(("synced", None, (acks, failed)))
-                wake.send(b"", zmq.NOBLOCK)
+                _poke(wake)
         finally:
             wake.close(linger=0)
 
@@ -294,12 +304,13 @@ class Server:
                 self._reply(pending.identity, Reply.failure(req.id, P.NO_SUCH_STREAM, f"stream {stream.name!r} was "
                             "dropped before this batch was acknowledged"), req.op, pending.t0)
                 continue
-            if stream.name in failed:
-                if not stream.broken:
-                    stream.broken = failed[stream.name]
-                    log.error("stream %s: %s", stream.name, stream.broken)
-                self._reply(pending.identity, Reply.failure(req.id, P.INTERNAL, failed[stream.name]), req.op,
-                            pending.t0)
+            if stream.name in failed and not stream.broken:
+                stream.broken = failed[stream.name]
+                log.error("stream %s: %s", stream.name, stream.broken)
+            if stream.broken:  # and every batch after the failure: none may be learned past a hole
+                self._reply(pending.identity, Reply.failure(req.id, P.INTERNAL, f"{stream.broken}; this batch may "
+                            "or may not be in the log: after a restart, `accepted` in the stream's stats says"),
+                            req.op, pending.t0)
                 continue
             if stream.offer(pending.position - len(symbols), symbols):
                 self._ready.put(stream)
@@ -339,13 +350,19 @@ class Server:
             if req.wait_ms == 0:
                 return Reply.failure(req.id, P.TIMEOUT, f"stream {stream.name!r} has learned "
                                      f"{stream.view.position} symbols, fewer than {req.min_position}")
+            if self._waiting >= MAX_WAITERS:
+                return Reply.failure(req.id, P.LIMIT, f"{MAX_WAITERS} predicts are already waiting for positions")
             pending.deadline = time.monotonic() + req.wait_ms / 1000
             self._waiters.setdefault(stream.name, []).append(pending)
+            heapq.heappush(self._deadlines, pending)
+            self._waiting += 1
             return None
         if req.op == "stats":
             return Reply.success(req.id, **self.stream_stats(stream))
         if req.op == "snapshot":
-            self._enqueue(stream, ("snapshot", pending))
+            if stream.faulted:
+                return Reply.failure(req.id, P.INTERNAL, f"stream {stream.name!r} is not snapshotted: {stream.broken}")
+            self._snapshot(stream, pending)
             return None
         if req.op == "drop":
             return self._drop(req, stream)
@@ -376,7 +393,7 @@ class Server:
                                  (" with another configuration" if req.exist_ok else ""))
         if len(self.streams) >= self.config.max_streams:
             return Reply.failure(req.id, P.LIMIT, f"this server holds at most {self.config.max_streams} streams")
-        stream = Stream.create(name, self.state_dir / "streams" / name, config, fsync=self.config.fsync)
+        stream = Stream.create(name, self.state_dir / "streams", config, fsync=self.config.fsync)
         used = sum(s.learner.state_bytes for s in self.streams.values())
         if used + stream.learner.state_bytes > self.config.max_state_bytes:
             stream.log.close()
@@ -404,7 +421,7 @@ class Server:
             return Reply.failure(req.id, P.CONFLICT, f"stream {stream.name!r} holds {stream.accepted} symbols, "
                                  f"not {req.position}")
         waiting = stream.queued + stream.syncing
-        if waiting + len(symbols) > self.config.max_queue_symbols:
+        if waiting + len(symbols) > self.config.max_queue_symbols or len(stream.queue) >= MAX_QUEUED_BATCHES:
             wait = int(1000 * waiting / LEARN_RATE_HINT)
             return Reply.failure(req.id, P.BUSY, f"stream {stream.name!r} has {waiting} symbols waiting to be "
                                  "learned; retry later", retry_after_ms=min(max(wait, 10), 5000))
@@ -416,7 +433,7 @@ class Server:
             return Reply.failure(req.id, P.INTERNAL, stream.broken)
         pending.position = stream.accepted
         stream.syncing += len(symbols)
-        acks.append((pending, stream, symbols.astype(np.int64)))
+        acks.append((pending, stream, symbols if symbols.dtype == np.uint8 else symbols.astype(np.uint16)))
         return None
 
     def _prediction(self, req: Request, stream: Stream) -> Reply:
@@ -428,20 +445,30 @@ class Server:
         return Reply.success(req.id, **result)
 
     def _drop(self, req: Request, stream: Stream) -> Reply:
-        del self.streams[stream.name]
-        stream.log.close()
         trash = self.state_dir / "trash" / f"{stream.name}.{uuid.uuid4().hex}"
         trash.parent.mkdir(exist_ok=True)
-        os.replace(stream.directory, trash)
-        self._enqueue(stream, ("drop", trash))
+        with stream.io_lock:  # not while a worker writes its snapshot: after this, it writes none
+            os.replace(stream.directory, trash)
+            schedule, orphans = stream.drop(trash)
+        del self.streams[stream.name]
+        stream.log.close()
+        if schedule:
+            self._ready.put(stream)
+        gone = f"stream {stream.name!r} was dropped"
+        for requester in orphans:
+            self._reply(requester.identity, Reply.failure(requester.request.id, P.NO_SUCH_STREAM, gone), "snapshot",
+                        requester.t0)
         for waiter in self._waiters.pop(stream.name, []):
-            self._reply(waiter.identity, Reply.failure(waiter.request.id, P.NO_SUCH_STREAM,
-                                                       f"stream {stream.name!r} was dropped"), "predict", waiter.t0)
+            if not waiter.done:
+                waiter.done = True
+                self._waiting -= 1
+                self._reply(waiter.identity, Reply.failure(waiter.request.id, P.NO_SUCH_STREAM, gone), "predict",
+                            waiter.t0)
         log.info("stream %s dropped", stream.name)
         return Reply.success(req.id, stream=stream.name, dropped=True)
 
-    def _enqueue(self, stream: Stream, item: tuple) -> None:
-        if stream.request(item):
+    def _snapshot(self, stream: Stream, requester: _Pending | None) -> None:
+        if stream.request_snapshot(requester):
             self._ready.put(stream)
 
     # -- statistics --------------------------------------------------------------------------------
@@ -468,23 +495,15 @@ class Server:
         wake = self._ctx.socket(zmq.PUSH)
         wake.connect("inproc://seqd-wake")
         try:
-            while True:
-                stream = self._ready.get()
-                if stream is None:
-                    return
+            while (stream := self._ready.get()) is not None:
                 try:
                     kind, detail, more = stream.run_next()
                 except Exception as exc:  # a learner that raised is in an unknown state: stop feeding it
                     log.exception("stream %s: worker failed", stream.name)
-                    with stream.lock:
-                        stream.broken = f"learning failed: {type(exc).__name__}: {exc}"
-                        stream.queue.clear()
-                        stream.queued = 0
-                        stream.scheduled = False
-                    kind, detail, more = "fault", str(exc), False
+                    kind, detail, more = "fault", stream.fail(f"learning failed: {type(exc).__name__}: {exc}"), False
                 if kind is not None:
                     self._outbox.put((kind, stream, detail))
-                    wake.send(b"", zmq.NOBLOCK)
+                    _poke(wake)
                 if more:
                     self._ready.put(stream)
         finally:
@@ -497,14 +516,20 @@ class Server:
             except queue.Empty:
                 return
             try:
+                current = stream is not None and self.streams.get(stream.name) is stream
                 if kind == "batch":
                     symbols, bits, seconds = detail
                     self.telemetry.batch_learned(stream, symbols, bits, seconds)
-                    self._publish_event(stream, symbols, bits)
-                    self._wake_waiters(stream)
+                    if current:  # a dropped stream's last batch: its name may belong to a new stream now
+                        self._publish_event(stream, symbols, bits)
+                        self._wake_waiters(stream)
                 elif kind == "snapshot":
-                    requester, result = detail
-                    self._snapshot_done(stream, requester, result)
+                    requesters, result = detail
+                    self._snapshot_done(stream, requesters, result, current)
+                elif kind == "fault":
+                    for r in detail:
+                        self._reply(r.identity, Reply.failure(r.request.id, P.INTERNAL, stream.broken), "snapshot",
+                                    r.t0)
                 elif kind == "synced":
                     self._syncing -= 1
                     self._acknowledge(*detail)
@@ -527,25 +552,25 @@ class Server:
         position = stream.view.position
         keep = []
         for w in waiters:
+            if w.done:
+                continue
             if w.request.min_position <= position:
+                w.done = True
+                self._waiting -= 1
                 self._reply(w.identity, self._prediction(w.request, stream), "predict", w.t0)
             else:
                 keep.append(w)
         self._waiters[stream.name] = keep
 
     def _expire_waiters(self, now: float) -> None:
-        for name, waiters in list(self._waiters.items()):
-            keep = []
-            for w in waiters:
-                if w.deadline <= now:
-                    self._reply(w.identity, Reply.failure(w.request.id, P.TIMEOUT, f"stream {name!r} did not reach "
-                                f"position {w.request.min_position} within {w.request.wait_ms} ms"), "predict", w.t0)
-                else:
-                    keep.append(w)
-            if keep:
-                self._waiters[name] = keep
-            else:
-                del self._waiters[name]
+        while self._deadlines and self._deadlines[0].deadline <= now:
+            w = heapq.heappop(self._deadlines)
+            if w.done:
+                continue
+            w.done = True
+            self._waiting -= 1
+            self._reply(w.identity, Reply.failure(w.request.id, P.TIMEOUT, f"stream {w.request.stream!r} did not "
+                        f"reach position {w.request.min_position} within {w.request.wait_ms} ms"), "predict", w.t0)
 
     def _snapshot_due(self, now: float) -> None:
         c = self.config
@@ -555,29 +580,37 @@ class Server:
             behind = stream.view.position - stream.snapshot_position
             if behind >= c.snapshot_interval_symbols or (
                     behind > 0 and now - stream.snapshot_time >= c.snapshot_interval_seconds):
-                self._enqueue(stream, ("snapshot", None))
+                self._snapshot(stream, None)
 
-    def _snapshot_done(self, stream: Stream, requester: _Pending | None, result) -> None:
-        if isinstance(result, Exception):
+    def _snapshot_done(self, stream: Stream, requesters: list[_Pending], result, current: bool) -> None:
+        if not current:
+            def reply(r):
+                return Reply.failure(r.request.id, P.NO_SUCH_STREAM, f"stream {stream.name!r} was dropped")
+        elif isinstance(result, Exception):
             log.error("stream %s: snapshot failed (the log still holds everything; next try in %g s): %s",
                       stream.name, self.config.snapshot_interval_seconds, result)
             stream.snapshot_time = time.monotonic()
-            reply = Reply.failure(requester.request.id, P.INTERNAL, f"snapshot failed: {result}") if requester else None
+
+            def reply(r):
+                return Reply.failure(r.request.id, P.INTERNAL, f"snapshot failed: {result}")
         else:
             stream.snapshot_position = result
-            if self.streams.get(stream.name) is stream:
-                try:
-                    stream.log.checkpoint(result)
-                except OSError as exc:
-                    log.error("stream %s: old log segments not removed: %s", stream.name, exc)
+            try:
+                stream.log.checkpoint(result)
+            except OSError as exc:
+                log.error("stream %s: old log segments not removed: %s", stream.name, exc)
             self.telemetry.snapshots.inc()
-            reply = Reply.success(requester.request.id, stream=stream.name, position=result) if requester else None
-        if reply is not None:
-            self._reply(requester.identity, reply, "snapshot", requester.t0)
+
+            def reply(r):
+                return Reply.success(r.request.id, stream=stream.name, position=result)
+        for r in requesters:
+            self._reply(r.identity, reply(r), "snapshot", r.t0)
 
     # -- recovery ------------------------------------------------------------------------------------
     def _restore_streams(self) -> None:
-        dirs = sorted(p for p in (self.state_dir / "streams").iterdir() if p.is_dir())
+        for unfinished in (self.state_dir / "streams").glob(".new-*"):  # a create that a crash interrupted
+            shutil.rmtree(unfinished, ignore_errors=True)
+        dirs = sorted(p for p in (self.state_dir / "streams").iterdir() if p.is_dir() and not p.name.startswith("."))
         if not dirs:
             return
         t0 = time.perf_counter()
@@ -641,3 +674,12 @@ class Server:
         self._ctx.term()
         self._lock_file.close()
         log.info("stopped")
+
+
+def _poke(wake: zmq.Socket) -> None:
+    """Wake the I/O loop.  A full pipe means wake-ups are already waiting to be read: this one may go."""
+    try:
+        wake.send(b"", zmq.NOBLOCK)
+    except zmq.Again:
+        pass
+

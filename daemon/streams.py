@@ -25,6 +25,8 @@ import shutil
 import struct
 import threading
 import time
+import uuid
+import zlib
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +36,8 @@ import numpy as np
 from ..core.online import OnlineConfig, OnlineLearner
 from . import wal
 
-SNAPSHOT_MAGIC = b"SEQDSNP\x00"
-_SNAP_HEAD = struct.Struct("<8sQ")  # magic, stream position
+SNAPSHOT_MAGIC = b"SEQDSNP\x01"
+_SNAP_HEAD = struct.Struct("<8sQII")  # magic, stream position, length and crc32 of the statistics (JSON)
 RECENT = 4096  # symbols over which the "recent" bits/symbol is taken
 CHUNK = 1 << 16  # a worker learns at most this many symbols before it yields to other streams
 
@@ -45,8 +47,20 @@ PRESETS = {
 }
 
 
+# What one request may ask of the daemon's memory and time: a model within these bounds is built in well
+# under a second, and its arrays are counted against max_state_bytes before it is kept.
+SERVED_BOUNDS = {"units": 512, "degree": 64, "window": 256, "context_bits": 22, "history_bits": 24,
+                 "match_bits": 24}
+MAX_CONTEXT_ORDERS = 16
+
+
 def make_config(preset: str | None, overrides: dict | None) -> OnlineConfig:
-    """The model configuration of a new stream; ValueError with the reason when refused."""
+    """The model configuration of a new stream; ValueError with the reason when refused.
+
+    Besides ``OnlineConfig``'s own checks, the daemon bounds the model's size
+    (:data:`SERVED_BOUNDS`): a request must not be able to stall the daemon or
+    exhaust its memory.
+    """
     preset = preset or "bytes"
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
@@ -55,9 +69,15 @@ def make_config(preset: str | None, overrides: dict | None) -> OnlineConfig:
     if unknown:
         raise ValueError(f"unknown model setting(s) {', '.join(sorted(unknown))}")
     try:
-        return PRESETS[preset](**(overrides or {}))
+        config = PRESETS[preset](**(overrides or {}))
     except TypeError as exc:
         raise ValueError(str(exc)) from None
+    for name, bound in SERVED_BOUNDS.items():
+        if getattr(config, name) > bound:
+            raise ValueError(f"{name} = {getattr(config, name)} is above what this daemon serves ({bound})")
+    if len(config.context_orders) > MAX_CONTEXT_ORDERS:
+        raise ValueError(f"at most {MAX_CONTEXT_ORDERS} context orders, got {len(config.context_orders)}")
+    return config
 
 
 def config_dict(config: OnlineConfig) -> dict:
@@ -107,13 +127,15 @@ class Stream:
         self.snapshot_time = time.monotonic()
         self.log = wal.WriteAheadLog(directory, wal.itemsize_for(self.config.alphabet_cap), position, fsync=fsync)
         self.lock = threading.Lock()  # guards the queue, `scheduled`, `queued` and the flags below
-        self.queue: deque = deque()  # ("batch", start, symbols) | ("snapshot", requester) | ("drop", path)
+        self.io_lock = threading.Lock()  # a snapshot being written, or the directory being moved away by a drop
+        self.queue: deque = deque()  # ("batch", start, symbols) | ("snapshot", [requesters]) | ("drop", path)
         self.queued = 0  # accepted symbols not yet learned
         self.syncing = 0  # symbols in the log, waiting for its fsync before they are queued (I/O loop only)
         self.scheduled = False  # a worker holds it, or it waits in the ready queue
         self.snapshot_pending = False
         self.dropped = False
-        self.broken: str | None = None  # the log could not be written: no more publishes until restart
+        self.broken: str | None = None  # no more publishes until restart: the log failed, or learning did
+        self.faulted = False  # learning raised: the learner is in an unknown state, never snapshot it
         self.code_bits = 0.0
         self._recent = np.zeros(RECENT)
         self.view = View.of(learner, position, self._stats(position))
@@ -131,17 +153,43 @@ class Stream:
             self.queued += len(symbols)
             return self._schedule()
 
-    def request(self, item: tuple) -> bool:
-        """Queue a snapshot or the drop, in order after the batches before it."""
+    def request_snapshot(self, requester) -> bool:
+        """Queue a snapshot after the batches before it; a requester joins a snapshot already queued.
+        ``requester`` may be None (a periodic snapshot).  Returns True when the stream must be scheduled."""
         with self.lock:
-            if item[0] == "drop":
-                self.queue.clear()
-                self.queued = 0
-                self.dropped = True
-            elif item[0] == "snapshot":
-                self.snapshot_pending = True
-            self.queue.append(item)
+            for kind, *args in self.queue:
+                if kind == "snapshot":
+                    if requester is not None:
+                        args[0].append(requester)
+                    return False
+            self.snapshot_pending = True
+            self.queue.append(("snapshot", [requester] if requester is not None else []))
             return self._schedule()
+
+    def drop(self, trash: Path) -> tuple[bool, list]:
+        """Forget the queued work and remove the (already moved) files; returns (schedule?, the
+        requesters of the snapshots that will now never be written)."""
+        with self.lock:
+            orphans = self._clear()
+            self.dropped = True
+            self.queue.append(("drop", trash))
+            return self._schedule(), orphans
+
+    def fail(self, reason: str) -> list:
+        """Learning raised: stop feeding the learner; returns the snapshot requesters left waiting."""
+        with self.lock:
+            self.broken = reason
+            self.faulted = True
+            orphans = self._clear()
+            self.scheduled = False
+            return orphans
+
+    def _clear(self) -> list:
+        orphans = [r for kind, *args in self.queue if kind == "snapshot" for r in args[0]]
+        self.queue.clear()
+        self.queued = 0
+        self.snapshot_pending = False
+        return orphans
 
     def _schedule(self) -> bool:
         if self.scheduled:
@@ -172,7 +220,7 @@ class Stream:
         elif kind == "snapshot":
             try:
                 detail = (args[0], self._write_snapshot())
-            except OSError as exc:  # disk full, say: the log still holds everything; report, go on learning
+            except (OSError, Dropped) as exc:  # disk full, say: the log still holds everything; report, go on
                 detail = (args[0], exc)
         else:  # drop: the directory was already moved aside by the I/O loop
             shutil.rmtree(args[0], ignore_errors=True)
@@ -216,22 +264,42 @@ class Stream:
         }
 
     def _write_snapshot(self) -> int:
-        """The learner and its statistics, atomically: temporary file, fsync, rename, fsync of the folder."""
+        """The learner and its statistics, atomically: temporary file, fsync, rename, fsync of the folder.
+
+        Under ``io_lock``: a drop moves the directory away only between
+        snapshots, and a dropped stream writes none (its name may already
+        belong to a new stream).
+        """
         position = self.view.position
-        blob = _SNAP_HEAD.pack(SNAPSHOT_MAGIC, position) + json.dumps(
-            {"code_bits": self.code_bits, "recent": self._recent.tolist()}).encode() + b"\n" + self.learner.to_bytes()
-        _write_atomically(self.directory / "snapshot", blob)
+        extra = json.dumps({"code_bits": self.code_bits, "recent": self._recent.tolist()}).encode()
+        blob = _SNAP_HEAD.pack(SNAPSHOT_MAGIC, position, len(extra), zlib.crc32(extra, position)) + extra \
+            + self.learner.to_bytes()
+        with self.io_lock:
+            if self.dropped:
+                raise Dropped(self.name)
+            _write_atomically(self.directory / "snapshot", blob)
         self.snapshot_time = time.monotonic()
         return position
 
     # -- creation and recovery ----------------------------------------------------------------
     @classmethod
-    def create(cls, name: str, directory: Path, config: OnlineConfig, *, fsync: bool) -> "Stream":
-        directory.mkdir(parents=True)
-        created = time.time()
-        meta = {"name": name, "created": created, "config": config_dict(config)}
-        _write_atomically(directory / "stream.json", json.dumps(meta, indent=1).encode())
-        return cls(name, directory, OnlineLearner(config), 0, created=created, fsync=fsync)
+    def create(cls, name: str, streams_dir: Path, config: OnlineConfig, *, fsync: bool) -> "Stream":
+        """A new stream, built in a temporary directory and renamed into place: a failure or a crash
+        halfway leaves no directory that would claim the name."""
+        tmp = streams_dir / f".new-{name}-{uuid.uuid4().hex}"
+        tmp.mkdir()
+        try:
+            created = time.time()
+            meta = {"name": name, "created": created, "config": config_dict(config)}
+            _write_atomically(tmp / "stream.json", json.dumps(meta, indent=1).encode())
+            learner = OnlineLearner(config)
+            directory = streams_dir / name
+            os.rename(tmp, directory)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        wal.fsync_dir(streams_dir)
+        return cls(name, directory, learner, 0, created=created, fsync=fsync)
 
     @classmethod
     def open(cls, directory: Path, *, fsync: bool) -> "Stream":
@@ -242,12 +310,14 @@ class Stream:
         snap = directory / "snapshot"
         if snap.exists():
             data = snap.read_bytes()
-            magic, position = _SNAP_HEAD.unpack_from(data)
-            if magic != SNAPSHOT_MAGIC:
-                raise ValueError(f"{snap}: not a seqd stream snapshot")
-            end = data.index(b"\n", _SNAP_HEAD.size)
+            if len(data) < _SNAP_HEAD.size:
+                raise ValueError(f"{snap}: cut short")
+            magic, position, size, crc = _SNAP_HEAD.unpack_from(data)
+            end = _SNAP_HEAD.size + size
+            if magic != SNAPSHOT_MAGIC or len(data) < end or zlib.crc32(data[_SNAP_HEAD.size:end], position) != crc:
+                raise ValueError(f"{snap}: not a seqd stream snapshot of this version, or damaged")
             extra = json.loads(data[_SNAP_HEAD.size:end])
-            learner = OnlineLearner.from_bytes(data[end + 1:])
+            learner = OnlineLearner.from_bytes(data[end:])
             if learner.config != config:
                 raise ValueError(f"{snap}: its model configuration differs from stream.json")
             code_bits, recent = extra["code_bits"], np.asarray(extra["recent"], dtype=np.float64)
@@ -266,6 +336,10 @@ class Stream:
         stream.snapshot_position = position
         stream.view = View.of(learner, learned, stream._stats(learned))
         return stream
+
+
+class Dropped(Exception):
+    """The stream was dropped: it writes nothing more."""
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

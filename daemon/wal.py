@@ -5,7 +5,7 @@ directory, ``<start>`` being the stream position (symbols accepted before) of
 its first record, in 20 digits so that names sort as numbers.  A segment is a
 header (magic, version, bytes per symbol) and records::
 
-    u32 payload length | u32 crc32(start position, payload) | u64 start position | payload
+    u32 payload length | u64 start position | u32 crc32(payload) | u32 crc32(the 16 bytes before) | payload
 
 The payload is the batch's symbols, one byte each (alphabets of at most 256
 symbols) or two little-endian bytes.  Positions are contiguous across records
@@ -15,8 +15,11 @@ log holds what the snapshot does not.
 
 A record cut short at the end of the last segment is a write the crash
 interrupted, which was therefore never acknowledged: replay drops it (and
-truncates the file).  Damage anywhere else is an error: acknowledged data
-would be lost, and the operator must know.
+truncates the file).  "Cut short" is told from "damaged" by the header's own
+checksum: a record whose intact header says it runs past the end of the file,
+a header that is itself incomplete, or zeros to the end of the file.  Any
+other damage is an error: acknowledged data would be lost, and the operator
+must know.  So is a log that does not reach back to the snapshot's position.
 """
 
 from __future__ import annotations
@@ -31,10 +34,10 @@ from typing import Iterator
 import numpy as np
 
 MAGIC = b"SEQDWAL\x00"
-VERSION = 1
+VERSION = 2
 _HEAD = struct.Struct("<8sBB6x")
-_RECORD = struct.Struct("<IIQ")
-_POS = struct.Struct("<Q")
+_RECORD = struct.Struct("<IQII")  # length, start, crc of the payload, crc of these first 16 bytes
+_FIELDS = struct.Struct("<IQI")
 
 
 class WALError(Exception):
@@ -73,33 +76,40 @@ def fsync_dir(directory: Path) -> None:
 
 class WriteAheadLog:
     """The appending side.  One thread appends, rotates and closes (the daemon's I/O loop); :meth:`sync`
-    may run in another thread meanwhile (the daemon's group commit)."""
+    may run in another thread meanwhile (the daemon's group commit).
+
+    Writes go straight to the file descriptor, unbuffered: a record that
+    failed to be written is cut off at once and can never reach the disk later.
+    """
 
     def __init__(self, directory: Path, itemsize: int, position: int, *, fsync: bool = True):
         self.directory = Path(directory)
         self.itemsize = itemsize
         self.position = position  # stream length after the last record written
         self.fsync_enabled = fsync
-        self._file = None
+        self._fd = -1
+        self._size = 0  # bytes in the current segment
         self._appended = 0  # records written so far
         self._synced = 0  # records an fsync has covered: those written before it began
-        self._lock = threading.Lock()  # an fsync never meets a file being closed (its descriptor reused)
+        self._lock = threading.Lock()  # an fsync never meets a descriptor being closed (and reused)
         self._open_segment()
 
     def _open_segment(self) -> None:
-        if self._file is not None:
-            with self._lock:
-                self._file.close()
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
         path = self.directory / segment_name(self.position)
-        fresh = not path.exists() or path.stat().st_size < _HEAD.size
-        self._file = open(path, "ab")
-        if fresh:
-            self._file.truncate(0)
-            self._file.write(_HEAD.pack(MAGIC, VERSION, self.itemsize))
-            self._file.flush()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        size = os.fstat(fd).st_size
+        if size < _HEAD.size:  # new (or created by a crash before its header was written)
+            os.ftruncate(fd, 0)
+            _write_all(fd, _HEAD.pack(MAGIC, VERSION, self.itemsize), 0)
+            size = _HEAD.size
             if self.fsync_enabled:
-                os.fsync(self._file.fileno())
+                os.fsync(fd)
                 fsync_dir(self.directory)
+        self._fd, self._size = fd, size
 
     def append(self, symbols: np.ndarray) -> int:
         """Write one batch (not yet synced: see :meth:`sync`); returns its start position.
@@ -109,19 +119,17 @@ class WriteAheadLog:
         """
         payload = np.ascontiguousarray(symbols, dtype=_dtype(self.itemsize)).tobytes()
         start = self.position
-        crc = zlib.crc32(payload, zlib.crc32(_POS.pack(start)))
-        offset = self._file.tell()
+        fields = _FIELDS.pack(len(payload), start, zlib.crc32(payload))
+        record = fields + struct.pack("<I", zlib.crc32(fields)) + payload
         try:
-            self._file.write(_RECORD.pack(len(payload), crc, start))
-            self._file.write(payload)
-            self._file.flush()
+            _write_all(self._fd, record, self._size)
         except OSError:
             try:
-                self._file.truncate(offset)
-                self._file.seek(offset)
+                os.ftruncate(self._fd, self._size)
             except OSError:
                 pass
             raise
+        self._size += len(record)
         self.position = start + len(symbols)
         self._appended += 1
         return start
@@ -136,15 +144,15 @@ class WriteAheadLog:
             return
         with self._lock:
             target = self._appended
-            if target > self._synced and self._file is not None:
-                os.fsync(self._file.fileno())
+            if target > self._synced and self._fd >= 0:
+                os.fsync(self._fd)
                 self._synced = target
 
     def checkpoint(self, snapshot_position: int) -> None:
         """A snapshot now holds the stream up to ``snapshot_position``: start a new segment and
         delete the segments it makes redundant."""
         self.sync()
-        if self._file.tell() > _HEAD.size:  # the current segment has records: close it, start another
+        if self._size > _HEAD.size:  # the current segment has records: close it, start another
             self._open_segment()
         segs = segments(self.directory)
         for (start, path), (next_start, _) in zip(segs, segs[1:]):
@@ -152,11 +160,18 @@ class WriteAheadLog:
                 path.unlink(missing_ok=True)
 
     def close(self) -> None:
-        if self._file is not None:
+        if self._fd >= 0:
             self.sync()
             with self._lock:
-                self._file.close()
-                self._file = None
+                os.close(self._fd)
+                self._fd = -1
+
+
+def _write_all(fd: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
 
 
 def replay(directory: Path, itemsize: int, start: int) -> Iterator[np.ndarray]:
@@ -175,25 +190,30 @@ def replay(directory: Path, itemsize: int, start: int) -> Iterator[np.ndarray]:
         magic, version, size = _HEAD.unpack_from(data)
         if magic != MAGIC or version != VERSION or size != itemsize:
             raise WALError(f"{path}: not a version-{VERSION} write-ahead log of {itemsize}-byte symbols")
+        if expected is None and seg_start > start:
+            raise WALError(f"{path}: the log starts at position {seg_start}, after the snapshot's {start} "
+                           "(a snapshot or a segment is missing)")
         if expected is not None and seg_start != expected:
             raise WALError(f"{path}: starts at position {seg_start}, but the previous segment ends at {expected}")
         expected = seg_start
         offset = _HEAD.size
         while offset < len(data):
-            if offset + _RECORD.size > len(data):
-                torn = True
-            else:
-                length, crc, pos = _RECORD.unpack_from(data, offset)
+            torn = _torn(data, offset)
+            if torn is None:
+                length, pos, crc, _ = _RECORD.unpack_from(data, offset)
                 body = data[offset + _RECORD.size: offset + _RECORD.size + length]
-                torn = len(body) < length or length % itemsize != 0
-                if not torn and (crc != zlib.crc32(body, zlib.crc32(_POS.pack(pos))) or pos != expected):
-                    if last and offset + _RECORD.size + length == len(data):
-                        torn = True  # a last record whose bytes did not all reach the disk
-                    else:
-                        raise WALError(f"{path}: record at byte {offset} is damaged (checksum or position)")
-            if torn:
+                if length % itemsize or pos != expected:
+                    raise WALError(f"{path}: record at byte {offset} does not continue the stream "
+                                   f"(position {pos}, expected {expected})")
+                if zlib.crc32(body) != crc:
+                    if not (last and offset + _RECORD.size + length == len(data)):
+                        raise WALError(f"{path}: record at byte {offset} is damaged (payload checksum)")
+                    torn = "its last bytes did not reach the disk"
+            if torn is not None:
                 if not last:
-                    raise WALError(f"{path}: record at byte {offset} is cut short")
+                    raise WALError(f"{path}: record at byte {offset} is cut short or damaged ({torn})")
+                if torn == "damaged":
+                    raise WALError(f"{path}: record at byte {offset} is damaged (header checksum)")
                 with open(path, "r+b") as f:
                     f.truncate(offset)
                 break
@@ -205,6 +225,21 @@ def replay(directory: Path, itemsize: int, start: int) -> Iterator[np.ndarray]:
             offset += _RECORD.size + length
     if expected is not None and expected < start:
         raise WALError(f"{directory}: the log ends at position {expected}, before the snapshot's {start}")
+
+
+def _torn(data: bytes, offset: int) -> str | None:
+    """Why the record at ``offset`` is an interrupted write, "damaged" if its header is, or None if whole."""
+    rest = len(data) - offset
+    if rest < _RECORD.size:
+        return "incomplete header"
+    fields = data[offset: offset + _FIELDS.size]
+    (hcrc,) = struct.unpack_from("<I", data, offset + _FIELDS.size)
+    if zlib.crc32(fields) != hcrc:
+        return "zeros to the end" if not data[offset:].strip(b"\0") else "damaged"
+    (length,) = struct.unpack_from("<I", data, offset)
+    if _RECORD.size + length > rest:
+        return "the record runs past the end of the file"
+    return None
 
 
 def log_end(directory: Path, itemsize: int, start: int) -> int:

@@ -431,3 +431,96 @@ def test_one_daemon_per_state_directory_and_clear_start_errors(tmp_path):
             Server(config(metrics_port=port)).start()
     with ThreadServer(tmp_path / "state"):  # every failed start released the directory
         pass
+
+
+def test_workers_survive_a_full_wake_up_pipe_while_the_loop_stalls(tmp_path, monkeypatch):
+    """Thousands of small batches learned while the I/O loop is busy: no worker dies, nothing stalls."""
+    import time
+
+    from seqd.daemon import server as server_module
+
+    gate, stall = threading.Event(), {"on": False}
+    run_next, due = streams_module.Stream.run_next, server_module.Server._snapshot_due
+
+    def held(self):
+        gate.wait(30)
+        return run_next(self)
+
+    def slow_due(self, now):
+        if stall["on"]:
+            stall["on"] = False
+            gate.set()
+            time.sleep(1.0)  # the loop busy while the workers report thousands of batches
+        return due(self, now)
+
+    monkeypatch.setattr(streams_module.Stream, "run_next", held)
+    monkeypatch.setattr(server_module.Server, "_snapshot_due", slow_due)
+    with ThreadServer(tmp_path / "state") as srv:
+        call = Caller(srv.api)
+        names = ["a", "b", "c"]
+        for name in names:
+            call.ok("create", stream=name, preset="glnn", config={"units": 2, "degree": 1, "alphabet_cap": 4})
+        for i in range(4500):
+            call.sock.send(P.encode_request(P.Request(id=10_000 + i, op="publish", stream=names[i % 3],
+                                                      symbols=[i % 4])))
+        assert all(call.reply().ok for _ in range(4500))
+        stall["on"] = True
+        for name in names:
+            assert call.ok("predict", stream=name, min_position=1500, wait_ms=60_000)["position"] == 1500
+        assert all(t.is_alive() for t in srv.server._workers)
+        call.close()
+
+
+def test_drop_and_create_again_while_work_is_in_flight(tmp_path, monkeypatch):
+    """The dropped stream's last batch, snapshot and snapshot requests never reach the new stream."""
+    gate = threading.Event()
+    run_next = streams_module.Stream.run_next
+
+    def held(self):
+        gate.wait(30)
+        return run_next(self)
+
+    monkeypatch.setattr(streams_module.Stream, "run_next", held)
+    with ThreadServer(tmp_path / "state") as srv:
+        call = Caller(srv.api)
+        call.ok("create", stream="x", config=SMALL_BYTES)
+        call.ok("publish", stream="x", symbols=text(3000))
+        for rid in (500, 501):
+            call.raw(P.encode_request(P.Request(id=rid, op="snapshot", stream="x")))
+        call.raw(P.encode_request(P.Request(id=502, op="drop", stream="x")))
+        replies = sorted((r.id, r.code) for r in (call.reply(), call.reply(), call.reply()))
+        assert replies == [(500, P.NO_SUCH_STREAM), (501, P.NO_SUCH_STREAM), (502, None)]
+        call.ok("create", stream="x", config=SMALL_BYTES)
+        gate.set()
+        assert call("predict", stream="x", min_position=1, wait_ms=500).code == P.TIMEOUT
+        assert call.ok("stats", stream="x")["position"] == 0
+        call.ok("publish", stream="x", symbols=b"fresh")
+        assert call.ok("snapshot", stream="x")["position"] == 5
+        call.close()
+    with ThreadServer(tmp_path / "state") as srv:  # restored: the new stream, not the dropped one
+        call = Caller(srv.api)
+        learner, _ = reference([b"fresh"])
+        got = call.ok("predict", stream="x", top=0)
+        assert got["position"] == 5 and np.array_equal(np.array(got["distribution"]), learner.predict_proba())
+        call.close()
+
+
+def test_waiting_predicts_are_bounded(tmp_path, monkeypatch):
+    from seqd.daemon import server as server_module
+
+    monkeypatch.setattr(server_module, "MAX_WAITERS", 3)
+    with ThreadServer(tmp_path / "state") as srv:
+        call = Caller(srv.api)
+        call.ok("create", stream="w", config=SMALL_BYTES)
+        for rid in range(3):
+            call.raw(P.encode_request(P.Request(id=100 + rid, op="predict", stream="w", min_position=9, wait_ms=300)))
+        assert call("predict", stream="w", min_position=9, wait_ms=300).code == P.LIMIT
+        assert sorted(call.reply().code for _ in range(3)) == [P.TIMEOUT] * 3
+        assert call("predict", stream="w", min_position=9, wait_ms=10).code == P.TIMEOUT  # room again
+        call.close()
+
+
+def test_oversized_models_are_refused_and_a_refused_create_leaves_nothing(call, server):
+    reply = call("create", stream="huge", preset="glnn", config={"units": 100_000})
+    assert reply.code == P.BAD_CONFIG and "above what this daemon serves" in reply.message
+    assert not any(Path(server.server.state_dir, "streams").iterdir())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +58,7 @@ def test_a_torn_last_record_is_dropped_and_the_file_cut(tmp_path, cut):
     full = path.stat().st_size
     path.write_bytes(path.read_bytes()[:full - cut])
     assert [len(b) for b in wal.replay(tmp_path, 1, 0)] == [10]
-    assert path.stat().st_size == full - 20 - 16  # the torn record is gone from the file
+    assert path.stat().st_size == full - 20 - 20  # the torn record (20-byte header, 20 symbols) is gone
     log = wal.WriteAheadLog(tmp_path, 1, 10)  # and appending goes on after the good records
     log.append(np.arange(4))
     log.close()
@@ -71,10 +72,43 @@ def test_damage_before_the_end_is_an_error(tmp_path):
     log.close()
     (_, path), = wal.segments(tmp_path)
     data = bytearray(path.read_bytes())
-    data[16 + 16 + 3] ^= 0xFF  # a payload byte of the first record
+    data[16 + 20 + 3] ^= 0xFF  # a payload byte of the first record
     path.write_bytes(bytes(data))
     with pytest.raises(wal.WALError, match="damaged"):
         list(wal.replay(tmp_path, 1, 0))
+
+
+@pytest.mark.parametrize("byte", [0, 1, 3, 5, 12])  # in the length, the position, the payload's checksum
+def test_a_damaged_header_in_the_last_segment_is_not_taken_for_a_torn_write(tmp_path, byte):
+    log = wal.WriteAheadLog(tmp_path, 1, 0)
+    for n in (100, 100, 100, 100):
+        log.append(np.arange(n))
+    log.close()
+    (_, path), = wal.segments(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[16 + 120 + byte] ^= 0x40  # the second record's header
+    path.write_bytes(bytes(data))
+    with pytest.raises(wal.WALError):
+        list(wal.replay(tmp_path, 1, 0))
+    assert path.stat().st_size == len(data)  # nothing was cut off
+
+
+def test_zeros_after_the_last_record_are_a_torn_write(tmp_path):
+    log = wal.WriteAheadLog(tmp_path, 1, 0)
+    log.append(np.arange(10))
+    log.close()
+    (_, path), = wal.segments(tmp_path)
+    path.write_bytes(path.read_bytes() + bytes(64))  # a file extended by a crash before its data was written
+    assert [len(b) for b in wal.replay(tmp_path, 1, 0)] == [10]
+
+
+def test_a_log_that_starts_after_the_snapshot_is_an_error(tmp_path):
+    log = wal.WriteAheadLog(tmp_path, 1, 1000)
+    log.append(np.arange(10))
+    log.close()
+    with pytest.raises(wal.WALError, match="after the snapshot's 0"):
+        list(wal.replay(tmp_path, 1, 0))
+    assert [len(b) for b in wal.replay(tmp_path, 1, 1000)] == [10]
 
 
 def test_a_gap_between_segments_is_an_error(tmp_path):
@@ -88,25 +122,22 @@ def test_a_gap_between_segments_is_an_error(tmp_path):
         list(wal.replay(tmp_path, 1, 0))
 
 
-def test_a_failed_write_leaves_no_partial_record(tmp_path, monkeypatch):
+def test_a_failed_write_leaves_no_partial_record_now_or_later(tmp_path, monkeypatch):
     log = wal.WriteAheadLog(tmp_path, 1, 0)
     log.append(np.arange(5))
-    real_write = log._file.write
-    calls = []
+    real_pwrite = os.pwrite
 
-    def failing(data):
-        calls.append(len(data))
-        if len(calls) == 2:
-            raise OSError(28, "No space left on device")
-        return real_write(data)
+    def disk_full(fd, data, offset):
+        real_pwrite(fd, bytes(data)[:7], offset)  # part of the record reaches the file, then ENOSPC
+        raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(log._file, "write", failing)
+    monkeypatch.setattr(wal.os, "pwrite", disk_full)
     with pytest.raises(OSError):
         log.append(np.arange(100))
+    monkeypatch.setattr(wal.os, "pwrite", real_pwrite)
     assert log.position == 5
-    monkeypatch.setattr(log._file, "write", real_write)
     log.append(np.arange(2))
-    log.close()
+    log.close()  # nothing of the refused batch is left to reach the disk
     assert [len(b) for b in wal.replay(tmp_path, 1, 0)] == [5, 2]
 
 
