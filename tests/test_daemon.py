@@ -213,15 +213,21 @@ def flood_server(tmp_path_factory):
         call.close()
 
 
-def test_a_full_queue_answers_busy_and_loses_nothing(tmp_path, monkeypatch):
-    gate = threading.Event()
+@pytest.fixture
+def gate(monkeypatch):
+    """Workers hold every piece of work until ``gate.set()``: what is queued stays queued meanwhile."""
+    opened = threading.Event()
     run_next = streams_module.Stream.run_next
 
     def held(self):
-        gate.wait(30)
+        opened.wait(30)
         return run_next(self)
 
     monkeypatch.setattr(streams_module.Stream, "run_next", held)
+    return opened
+
+
+def test_a_full_queue_answers_busy_and_loses_nothing(tmp_path, gate):
     with ThreadServer(tmp_path / "state", max_batch_symbols=1000, max_queue_symbols=1500) as srv:
         call = Caller(srv.api)
         call.ok("create", stream="s", config=SMALL_BYTES)
@@ -433,18 +439,14 @@ def test_one_daemon_per_state_directory_and_clear_start_errors(tmp_path):
         pass
 
 
-def test_workers_survive_a_full_wake_up_pipe_while_the_loop_stalls(tmp_path, monkeypatch):
+def test_workers_survive_a_full_wake_up_pipe_while_the_loop_stalls(tmp_path, monkeypatch, gate):
     """Thousands of small batches learned while the I/O loop is busy: no worker dies, nothing stalls."""
     import time
 
     from seqd.daemon import server as server_module
 
-    gate, stall = threading.Event(), {"on": False}
-    run_next, due = streams_module.Stream.run_next, server_module.Server._snapshot_due
-
-    def held(self):
-        gate.wait(30)
-        return run_next(self)
+    stall = {"on": False}
+    due = server_module.Server._snapshot_due
 
     def slow_due(self, now):
         if stall["on"]:
@@ -453,7 +455,6 @@ def test_workers_survive_a_full_wake_up_pipe_while_the_loop_stalls(tmp_path, mon
             time.sleep(1.0)  # the loop busy while the workers report thousands of batches
         return due(self, now)
 
-    monkeypatch.setattr(streams_module.Stream, "run_next", held)
     monkeypatch.setattr(server_module.Server, "_snapshot_due", slow_due)
     with ThreadServer(tmp_path / "state") as srv:
         call = Caller(srv.api)
@@ -471,16 +472,8 @@ def test_workers_survive_a_full_wake_up_pipe_while_the_loop_stalls(tmp_path, mon
         call.close()
 
 
-def test_drop_and_create_again_while_work_is_in_flight(tmp_path, monkeypatch):
+def test_drop_and_create_again_while_work_is_in_flight(tmp_path, gate):
     """The dropped stream's last batch, snapshot and snapshot requests never reach the new stream."""
-    gate = threading.Event()
-    run_next = streams_module.Stream.run_next
-
-    def held(self):
-        gate.wait(30)
-        return run_next(self)
-
-    monkeypatch.setattr(streams_module.Stream, "run_next", held)
     with ThreadServer(tmp_path / "state") as srv:
         call = Caller(srv.api)
         call.ok("create", stream="x", config=SMALL_BYTES)
