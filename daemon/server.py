@@ -235,6 +235,9 @@ class Server:
             self._close()
 
     def _next_deadline(self) -> float:
+        if len(self._deadlines) > 2 * self._waiting + 64:  # answered predicts below the top: let them go
+            self._deadlines = [w for w in self._deadlines if not w.done]
+            heapq.heapify(self._deadlines)
         while self._deadlines and self._deadlines[0].done:
             heapq.heappop(self._deadlines)
         return self._deadlines[0].deadline if self._deadlines else float("inf")
@@ -300,6 +303,7 @@ class Server:
         for pending, stream, symbols in acks:
             req = pending.request
             stream.syncing -= len(symbols)
+            stream.syncing_batches -= 1
             if stream.dropped:
                 self._reply(pending.identity, Reply.failure(req.id, P.NO_SUCH_STREAM, f"stream {stream.name!r} was "
                             "dropped before this batch was acknowledged"), req.op, pending.t0)
@@ -421,7 +425,8 @@ class Server:
             return Reply.failure(req.id, P.CONFLICT, f"stream {stream.name!r} holds {stream.accepted} symbols, "
                                  f"not {req.position}")
         waiting = stream.queued + stream.syncing
-        if waiting + len(symbols) > self.config.max_queue_symbols or len(stream.queue) >= MAX_QUEUED_BATCHES:
+        if (waiting + len(symbols) > self.config.max_queue_symbols
+                or len(stream.queue) + stream.syncing_batches >= MAX_QUEUED_BATCHES):
             wait = int(1000 * waiting / LEARN_RATE_HINT)
             return Reply.failure(req.id, P.BUSY, f"stream {stream.name!r} has {waiting} symbols waiting to be "
                                  "learned; retry later", retry_after_ms=min(max(wait, 10), 5000))
@@ -433,6 +438,7 @@ class Server:
             return Reply.failure(req.id, P.INTERNAL, stream.broken)
         pending.position = stream.accepted
         stream.syncing += len(symbols)
+        stream.syncing_batches += 1
         acks.append((pending, stream, symbols if symbols.dtype == np.uint8 else symbols.astype(np.uint16)))
         return None
 
@@ -569,6 +575,11 @@ class Server:
                 continue
             w.done = True
             self._waiting -= 1
+            waiters = self._waiters.get(w.request.stream)
+            if waiters is not None:
+                waiters.remove(w)
+                if not waiters:
+                    del self._waiters[w.request.stream]
             self._reply(w.identity, Reply.failure(w.request.id, P.TIMEOUT, f"stream {w.request.stream!r} did not "
                         f"reach position {w.request.min_position} within {w.request.wait_ms} ms"), "predict", w.t0)
 
@@ -597,8 +608,10 @@ class Server:
             stream.snapshot_position = result
             try:
                 stream.log.checkpoint(result)
-            except OSError as exc:
-                log.error("stream %s: old log segments not removed: %s", stream.name, exc)
+            except OSError as exc:  # its fsync may be the one that failed: the log's durability is unknown
+                if not stream.broken:
+                    stream.broken = f"write-ahead log could not be synced or rotated: {exc}"
+                log.error("stream %s: %s", stream.name, stream.broken)
             self.telemetry.snapshots.inc()
 
             def reply(r):

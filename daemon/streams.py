@@ -131,6 +131,7 @@ class Stream:
         self.queue: deque = deque()  # ("batch", start, symbols) | ("snapshot", [requesters]) | ("drop", path)
         self.queued = 0  # accepted symbols not yet learned
         self.syncing = 0  # symbols in the log, waiting for its fsync before they are queued (I/O loop only)
+        self.syncing_batches = 0  # the batches they make
         self.scheduled = False  # a worker holds it, or it waits in the ready queue
         self.snapshot_pending = False
         self.dropped = False
@@ -149,6 +150,8 @@ class Stream:
         """Queue a batch the log holds from position ``start``; returns True when the stream must be
         handed to a worker."""
         with self.lock:
+            if self.faulted or self.dropped:
+                return False
             self.queue.append(("batch", start, symbols))
             self.queued += len(symbols)
             return self._schedule()
@@ -157,11 +160,12 @@ class Stream:
         """Queue a snapshot after the batches before it; a requester joins a snapshot already queued.
         ``requester`` may be None (a periodic snapshot).  Returns True when the stream must be scheduled."""
         with self.lock:
-            for kind, *args in self.queue:
-                if kind == "snapshot":
-                    if requester is not None:
-                        args[0].append(requester)
-                    return False
+            if self.faulted or self.dropped:
+                return False
+            if self.queue and self.queue[-1][0] == "snapshot":  # nothing queued after it: it covers this request
+                if requester is not None:
+                    self.queue[-1][1].append(requester)
+                return False
             self.snapshot_pending = True
             self.queue.append(("snapshot", [requester] if requester is not None else []))
             return self._schedule()
@@ -220,7 +224,7 @@ class Stream:
         elif kind == "snapshot":
             try:
                 detail = (args[0], self._write_snapshot())
-            except (OSError, Dropped) as exc:  # disk full, say: the log still holds everything; report, go on
+            except Exception as exc:  # disk full, say: the log still holds everything; report it, go on learning
                 detail = (args[0], exc)
         else:  # drop: the directory was already moved aside by the I/O loop
             shutil.rmtree(args[0], ignore_errors=True)
@@ -274,10 +278,15 @@ class Stream:
         extra = json.dumps({"code_bits": self.code_bits, "recent": self._recent.tolist()}).encode()
         blob = _SNAP_HEAD.pack(SNAPSHOT_MAGIC, position, len(extra), zlib.crc32(extra, position)) + extra \
             + self.learner.to_bytes()
+        if self.faulted:
+            raise RuntimeError(f"stream {self.name!r} is not snapshotted: {self.broken}")
+        path = self.directory / "snapshot"
+        tmp = _write_durably(path.with_name("snapshot.tmp"), blob)  # the long part, outside the lock
         with self.io_lock:
             if self.dropped:
                 raise Dropped(self.name)
-            _write_atomically(self.directory / "snapshot", blob)
+            os.replace(tmp, path)
+            wal.fsync_dir(path.parent)
         self.snapshot_time = time.monotonic()
         return position
 
@@ -342,11 +351,14 @@ class Dropped(Exception):
     """The stream was dropped: it writes nothing more."""
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
+def _write_durably(path: Path, data: bytes) -> Path:
+    with open(path, "wb") as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
-    os.replace(tmp, path)
+    return path
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    os.replace(_write_durably(path.with_name(path.name + ".tmp"), data), path)
     wal.fsync_dir(path.parent)

@@ -92,6 +92,7 @@ class WriteAheadLog:
         self._appended = 0  # records written so far
         self._synced = 0  # records an fsync has covered: those written before it began
         self._lock = threading.Lock()  # an fsync never meets a descriptor being closed (and reused)
+        self._sync_error: OSError | None = None  # Linux reports a write-back error once: remember it
         self._open_segment()
 
     def _open_segment(self) -> None:
@@ -143,9 +144,15 @@ class WriteAheadLog:
         if not self.fsync_enabled:
             return
         with self._lock:
+            if self._sync_error is not None:  # a later fsync may "succeed" although the data never made it
+                raise self._sync_error
             target = self._appended
             if target > self._synced and self._fd >= 0:
-                os.fsync(self._fd)
+                try:
+                    os.fsync(self._fd)
+                except OSError as exc:
+                    self._sync_error = exc
+                    raise
                 self._synced = target
 
     def checkpoint(self, snapshot_position: int) -> None:
@@ -232,14 +239,20 @@ def _torn(data: bytes, offset: int) -> str | None:
     rest = len(data) - offset
     if rest < _RECORD.size:
         return "incomplete header"
-    fields = data[offset: offset + _FIELDS.size]
-    (hcrc,) = struct.unpack_from("<I", data, offset + _FIELDS.size)
-    if zlib.crc32(fields) != hcrc:
-        return "zeros to the end" if not data[offset:].strip(b"\0") else "damaged"
+    if not _valid_header(data, offset):
+        # a crash may keep the first part of the last write and lose the rest: torn, unless a whole record
+        # further on shows that the log went on after this one (then acknowledged data would be lost)
+        later = any(_valid_header(data, p) for p in range(offset + 1, len(data) - _RECORD.size + 1))
+        return "damaged" if later else "the last write did not all reach the disk"
     (length,) = struct.unpack_from("<I", data, offset)
     if _RECORD.size + length > rest:
         return "the record runs past the end of the file"
     return None
+
+
+def _valid_header(data: bytes, offset: int) -> bool:
+    (hcrc,) = struct.unpack_from("<I", data, offset + _FIELDS.size)
+    return zlib.crc32(data[offset: offset + _FIELDS.size]) == hcrc
 
 
 def log_end(directory: Path, itemsize: int, start: int) -> int:

@@ -517,3 +517,25 @@ def test_oversized_models_are_refused_and_a_refused_create_leaves_nothing(call, 
     reply = call("create", stream="huge", preset="glnn", config={"units": 100_000})
     assert reply.code == P.BAD_CONFIG and "above what this daemon serves" in reply.message
     assert not any(Path(server.server.state_dir, "streams").iterdir())
+
+
+def test_a_snapshot_request_covers_everything_accepted_before_it(tmp_path, gate):
+    with ThreadServer(tmp_path / "state") as srv:
+        call = Caller(srv.api)
+        call.ok("create", stream="s", config=SMALL_BYTES)
+        call.ok("publish", stream="s", symbols=text(1000))
+        call.raw(P.encode_request(P.Request(id=900, op="snapshot", stream="s")))
+        call.raw(P.encode_request(P.Request(id=901, op="snapshot", stream="s")))  # joins 900: nothing in between
+        call.ok("publish", stream="s", symbols=text(500, 1))
+        call.raw(P.encode_request(P.Request(id=902, op="snapshot", stream="s")))  # must not join 900
+        gate.set()
+        got = {r.id: r.result["position"] for r in (call.reply(), call.reply(), call.reply())}
+        assert got == {900: 1000, 901: 1000, 902: 1500}
+        call.close()
+
+
+def test_expired_waiters_are_forgotten(server, call):
+    call.ok("create", stream="idle", config=SMALL_BYTES)
+    for _ in range(50):
+        assert call("predict", stream="idle", min_position=1, wait_ms=1).code == P.TIMEOUT
+    assert server.server._waiting == 0 and not server.server._waiters.get("idle")

@@ -164,3 +164,31 @@ def test_the_shipped_configurations_load():
     manifest = (ROOT / "deploy" / "kubernetes" / "configmap.yaml").read_text()
     body = manifest[manifest.index("seqd.toml: |") + len("seqd.toml: |"):]
     ServeConfig.load(text="\n".join(line[4:] for line in body.splitlines()))
+
+
+def test_a_failed_fsync_is_remembered(tmp_path, monkeypatch):
+    """Linux reports a write-back error once; a later fsync that 'succeeds' proves nothing."""
+    log = wal.WriteAheadLog(tmp_path, 1, 0)
+    log.append(np.arange(5))
+    real_fsync = os.fsync
+    monkeypatch.setattr(wal.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(5, "Input/output error")))
+    with pytest.raises(OSError):
+        log.sync()
+    monkeypatch.setattr(wal.os, "fsync", real_fsync)
+    log.append(np.arange(3))
+    with pytest.raises(OSError, match="Input/output"):
+        log.sync()
+
+
+def test_a_last_header_cut_by_a_lost_page_is_a_torn_write(tmp_path):
+    log = wal.WriteAheadLog(tmp_path, 1, 0)
+    log.append(np.arange(100))
+    log.append(np.arange(100))
+    log.close()
+    (_, path), = wal.segments(tmp_path)
+    data = bytearray(path.read_bytes())
+    second = 16 + 20 + 100
+    data[second + 8: second + 20] = bytes(12)  # the header's second half never reached the disk
+    path.write_bytes(bytes(data[: second + 20 + 50]))
+    assert [len(b) for b in wal.replay(tmp_path, 1, 0)] == [100]
+    assert path.stat().st_size == second
