@@ -2,6 +2,7 @@
 
     python bench/online.py logs    # every file of ../shared/data/logs: bits/byte beside the peer compressors
     python bench/online.py ablations  # the same files with each part of the byte-stream model removed in turn
+    python bench/online.py scales     # the learned weight of each context source; the shared prior settings varied
     python bench/online.py tasks   # seed 000's tasks streamed once (training, then validation): regret vs PPMd
     python bench/online.py cost    # where the time goes per symbol, and cost vs stream length
 
@@ -27,6 +28,7 @@ from common import machine, write_section  # noqa: E402
 
 from seqd.core import tasks  # noqa: E402
 from seqd.core.online import OnlineConfig, OnlineLearner  # noqa: E402
+from seqd.core.online.context import COLUMN, MATCH, ORDER, WORD  # noqa: E402
 
 BYTES = OnlineConfig.bytes_default()
 
@@ -106,19 +108,57 @@ ABLATIONS = [  # (label, configuration): one part of the default removed at a ti
 ]
 
 
+def _config_table(files, configs) -> list[str]:
+    """A row of bits per byte per (label, configuration), a column per file, the weighted mean and the speed."""
+    short = [f.name.split("_")[0].removesuffix(".log") for f in files]
+    lines = ["| model | " + " | ".join(short) + " | mean | bytes/s |", "|---|" + "---:|" * (len(files) + 2)]
+    for label, config in configs:
+        rows = _seqd_rows(files, config, label)
+        lines.append(f"| {label} | " + " | ".join(f"{r[label]:.3f}" for r in rows)
+                     + f" | **{weighted_mean(rows, label):.3f}** | {_speed(rows):.0f} |")
+    return lines
+
+
 def ablations(args) -> str:
     files = log_files()
     if not files:
         return "No logs: ../shared/data/logs is absent here."
-    short = [f.name.split("_")[0].removesuffix(".log") for f in files]
-    lines = ["| model | " + " | ".join(short) + " | mean | bytes/s |", "|---|" + "---:|" * (len(files) + 2)]
-    for label, config in ABLATIONS:
-        rows = _seqd_rows(files, config, label)
-        lines.append(f"| {label} | " + " | ".join(f"{r[label]:.3f}" for r in rows)
-                     + f" | **{weighted_mean(rows, label):.3f}** | {_speed(rows):.0f} |")
+    lines = _config_table(files, ABLATIONS)
     lines.append("")
     lines.append("Bits per byte, prequential, one pass per file. Each row changes one thing in "
                  "`OnlineConfig.bytes_default()`; the mean is weighted by file size.")
+    return "\n".join(lines)
+
+
+PRIOR_SETTINGS = [  # the only settings the context weights share: their initial value and their prior mass
+    ("default: initial weight 0.3, prior mass 10", BYTES),
+    ("initial weight 0.1", replace(BYTES, context_weight=0.1)),
+    ("initial weight 1.0", replace(BYTES, context_weight=1.0)),
+    ("prior mass 1", replace(BYTES, context_prior=1.0)),
+    ("prior mass 100", replace(BYTES, context_prior=100.0)),
+]
+
+
+def scales(args) -> str:
+    """What the metric learns per source, and how little the shared settings of the context weights matter."""
+    files = log_files()
+    if not files:
+        return "No logs: ../shared/data/logs is absent here."
+    names = [f"order {k}" if kind == ORDER else {COLUMN: "column", WORD: "word", MATCH: "match"}[kind]
+             for kind, k in BYTES.sources]
+    short = [f.name.split("_")[0].removesuffix(".log") for f in files]
+    lines = ["Learned context weights c_sy after one pass: the median over the symbols seen, per source.", "",
+             "| source | " + " | ".join(short) + " |", "|---|" + "---:|" * len(files)]
+    medians = []
+    for path in files:
+        learner = OnlineLearner(BYTES)
+        learner.learn(path.read_bytes())
+        seen = int(learner.stats["alphabet_size"])
+        medians.append(np.median(learner.state.ctx_w[:, 1:seen + 1], axis=1))
+    for s, name in enumerate(names):
+        lines.append(f"| {name} | " + " | ".join(f"{m[s]:.2f}" for m in medians) + " |")
+    lines += ["", "Bits per byte when the shared settings of the context weights change by 10-30×:", ""]
+    lines += _config_table(files, PRIOR_SETTINGS)
     return "\n".join(lines)
 
 
@@ -245,11 +285,11 @@ def cost(args) -> str:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=("logs", "ablations", "tasks", "cost"))
+    p.add_argument("what", choices=("logs", "ablations", "scales", "tasks", "cost"))
     p.add_argument("--no-write", action="store_true")
     args = p.parse_args()
     command = "python bench/online.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    body = {"logs": logs, "ablations": ablations, "tasks": tasks_table, "cost": cost}[args.what](args)
+    body = {"logs": logs, "ablations": ablations, "scales": scales, "tasks": tasks_table, "cost": cost}[args.what](args)
     config = OnlineConfig() if args.what in ("tasks", "cost") else BYTES
     text = f"Command: `{command.strip()}`  \nMachine: {machine()}  \nConfiguration: `{config}`\n\n{body}\n"
     print(text)
