@@ -14,6 +14,16 @@ from seqd.daemon.config import ServeConfig
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def one_segment(directory, sizes) -> Path:
+    """A closed log of one segment holding batches of these sizes (bytes 0, 1, 2, ...); its path."""
+    log = wal.WriteAheadLog(directory, 1, 0)
+    for n in sizes:
+        log.append(np.arange(n))
+    log.close()
+    (_, path), = wal.segments(directory)
+    return path
+
+
 def batches(rng, n, cap):
     return [rng.integers(0, cap, rng.integers(1, 50)) for _ in range(n)]
 
@@ -50,11 +60,7 @@ def test_checkpoint_starts_a_segment_and_removes_what_the_snapshot_holds(tmp_pat
 
 @pytest.mark.parametrize("cut", [1, 8, 16, 25])  # bytes missing from the last record: header or payload
 def test_a_torn_last_record_is_dropped_and_the_file_cut(tmp_path, cut):
-    log = wal.WriteAheadLog(tmp_path, 1, 0)
-    log.append(np.arange(10))
-    log.append(np.arange(20))
-    log.close()
-    (_, path), = wal.segments(tmp_path)
+    path = one_segment(tmp_path, [10, 20])
     full = path.stat().st_size
     path.write_bytes(path.read_bytes()[:full - cut])
     assert [len(b) for b in wal.replay(tmp_path, 1, 0)] == [10]
@@ -66,11 +72,7 @@ def test_a_torn_last_record_is_dropped_and_the_file_cut(tmp_path, cut):
 
 
 def test_damage_before_the_end_is_an_error(tmp_path):
-    log = wal.WriteAheadLog(tmp_path, 1, 0)
-    log.append(np.arange(10))
-    log.append(np.arange(20))
-    log.close()
-    (_, path), = wal.segments(tmp_path)
+    path = one_segment(tmp_path, [10, 20])
     data = bytearray(path.read_bytes())
     data[16 + 20 + 3] ^= 0xFF  # a payload byte of the first record
     path.write_bytes(bytes(data))
@@ -80,11 +82,7 @@ def test_damage_before_the_end_is_an_error(tmp_path):
 
 @pytest.mark.parametrize("byte", [0, 1, 3, 5, 12])  # in the length, the position, the payload's checksum
 def test_a_damaged_header_in_the_last_segment_is_not_taken_for_a_torn_write(tmp_path, byte):
-    log = wal.WriteAheadLog(tmp_path, 1, 0)
-    for n in (100, 100, 100, 100):
-        log.append(np.arange(n))
-    log.close()
-    (_, path), = wal.segments(tmp_path)
+    path = one_segment(tmp_path, [100, 100, 100, 100])
     data = bytearray(path.read_bytes())
     data[16 + 120 + byte] ^= 0x40  # the second record's header
     path.write_bytes(bytes(data))
@@ -94,10 +92,7 @@ def test_a_damaged_header_in_the_last_segment_is_not_taken_for_a_torn_write(tmp_
 
 
 def test_zeros_after_the_last_record_are_a_torn_write(tmp_path):
-    log = wal.WriteAheadLog(tmp_path, 1, 0)
-    log.append(np.arange(10))
-    log.close()
-    (_, path), = wal.segments(tmp_path)
+    path = one_segment(tmp_path, [10])
     path.write_bytes(path.read_bytes() + bytes(64))  # a file extended by a crash before its data was written
     assert [len(b) for b in wal.replay(tmp_path, 1, 0)] == [10]
 
@@ -181,11 +176,7 @@ def test_a_failed_fsync_is_remembered(tmp_path, monkeypatch):
 
 
 def test_a_last_header_cut_by_a_lost_page_is_a_torn_write(tmp_path):
-    log = wal.WriteAheadLog(tmp_path, 1, 0)
-    log.append(np.arange(100))
-    log.append(np.arange(100))
-    log.close()
-    (_, path), = wal.segments(tmp_path)
+    path = one_segment(tmp_path, [100, 100])
     data = bytearray(path.read_bytes())
     second = 16 + 20 + 100
     data[second + 8: second + 20] = bytes(12)  # the header's second half never reached the disk
