@@ -85,6 +85,9 @@ class Server:
         self._auth = None
         self._metrics_http = None
         self.api_endpoint = self.pub_endpoint = None
+        self._router = self._pub = self._wake = None  # opened by start()
+        self._syncer: threading.Thread | None = None
+        self._lock_file = None
 
     # -- start and stop ----------------------------------------------------------------------
     def start(self) -> None:
@@ -163,24 +166,7 @@ class Server:
 
     def _abort(self) -> None:
         """Release what a failed start opened."""
-        for _ in self._workers:
-            self._ready.put(None)
-        self._sync_jobs.put(None)
-        for t in self._workers:
-            t.join()
-        for attr in ("_router", "_pub", "_wake"):
-            sock = getattr(self, attr, None)
-            if sock is not None:
-                sock.close(linger=0)
-        if self._metrics_http:
-            self._metrics_http.server_close()
-        if self._auth:
-            self._auth.stop()
-        for stream in self.streams.values():
-            stream.log.close()
-        self._ctx.term()
-        if getattr(self, "_lock_file", None):
-            self._lock_file.close()
+        self._release()
 
     def _configure_curve(self) -> None:
         if not self.config.curve_secret_key_file:
@@ -666,10 +652,16 @@ class Server:
             shutil.rmtree(trash, ignore_errors=True)
 
     def _close(self) -> None:
+        self._release()
+        log.info("stopped")
+
+    def _release(self) -> None:
+        """Stop the threads and free whatever :meth:`start` opened, in order: the workers and the sync
+        thread finish, their last reports are taken, the logs are synced and closed, the sockets go."""
         for _ in self._workers:
             self._ready.put(None)
         self._sync_jobs.put(None)
-        for t in self._workers + [self._syncer]:
+        for t in self._workers + ([self._syncer] if self._syncer else []):
             t.join()
         self._take_reports()
         for stream in self.streams.values():
@@ -683,10 +675,11 @@ class Server:
         if self._auth:
             self._auth.stop()
         for sock in (self._router, self._pub, self._wake):
-            sock.close()
+            if sock is not None:
+                sock.close()
         self._ctx.term()
-        self._lock_file.close()
-        log.info("stopped")
+        if self._lock_file:
+            self._lock_file.close()
 
 
 def _poke(wake: zmq.Socket) -> None:
