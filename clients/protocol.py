@@ -23,7 +23,6 @@ topic (:func:`topic`) and a msgpack map.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -318,11 +317,6 @@ def check_stream_name(name) -> str:
         raise ProtocolError(BAD_NAME, f"stream name {shown!r} is not allowed: use 1-128 letters, digits, "
                                       "'.', '_' or '-', not starting with '.'")
     return name
-
-
-def finite_or_none(x: float) -> float | None:
-    """msgpack carries NaN, but JSON-minded clients choke on it: statistics not yet defined are None."""
-    return x if math.isfinite(x) else None
 
 
 def _unpack(data: bytes, limits: Limits, *, what: str) -> dict:

@@ -253,11 +253,3 @@ def _torn(data: bytes, offset: int) -> str | None:
 def _valid_header(data: bytes, offset: int) -> bool:
     (hcrc,) = struct.unpack_from("<I", data, offset + _FIELDS.size)
     return zlib.crc32(data[offset: offset + _FIELDS.size]) == hcrc
-
-
-def log_end(directory: Path, itemsize: int, start: int) -> int:
-    """The stream length the log records (``start`` if it records nothing after it)."""
-    end = start
-    for batch in replay(directory, itemsize, start):
-        end += len(batch)
-    return end

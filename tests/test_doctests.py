@@ -6,8 +6,9 @@ import pytest
 
 import seqd.core.container
 import seqd.core.online.learner
+import seqd.daemon.config
 
-MODULES = [seqd.core.online.learner, seqd.core.container]
+MODULES = [seqd.core.online.learner, seqd.core.container, seqd.daemon.config]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 
 import msgpack
 import pytest
@@ -192,10 +191,6 @@ def test_request_id_of_a_refused_publish():
 @pytest.mark.parametrize("symbols", [5, 1.5, True])
 def test_unsized_symbols_are_a_protocol_error(symbols):
     refused(pack({"v": 1, "id": 1, "op": "publish", "stream": "s", "symbols": symbols}), P.BAD_REQUEST)
-
-
-def test_finite_or_none():
-    assert P.finite_or_none(1.5) == 1.5 and P.finite_or_none(math.nan) is None and P.finite_or_none(math.inf) is None
 
 
 # --- fuzzing ------------------------------------------------------------------------------------
