@@ -17,17 +17,13 @@ import time
 import numpy as np
 
 from ..clients.client import Client
+from ..clients.commands import show_symbol
 from ..clients.errors import SeqdError
 from ..core.tasks import generate
 
 STREAM = "demo"
 BATCH = 256
 PACE = 4000  # symbols per second
-
-
-def shown(symbol: int) -> str:
-    ch = chr(symbol)
-    return repr(ch)[1:-1] if ch.isprintable() or ch in "\n\t" else f"\\x{symbol:02x}"
 
 
 def run(api: str, metrics_url: str | None, stop: threading.Event, *, lines: int = 1000, out=sys.stdout) -> None:
@@ -56,7 +52,7 @@ def run(api: str, metrics_url: str | None, stop: threading.Event, *, lines: int 
                 pred = client.predict(STREAM, top=3, min_position=position, wait=30.0)
                 stats = client.stats(STREAM)
                 context = data[max(0, sent - 24):sent].decode("ascii").replace("\n", "⏎")
-                guesses = "  ".join(f"{shown(s)!s:>3} {p:5.1%}" for s, p in pred.top)
+                guesses = "  ".join(f"{show_symbol(s):>5} {p:5.1%}" for s, p in pred.top)
                 say(f"{position:>9,}  {stats.bits_per_symbol:>11.3f}  {stats.recent_bits_per_symbol:>8.3f}  "
                     f"{context:>24}  {guesses}")
             stop.wait(max(0.0, t0 + sent / PACE - time.monotonic()))
