@@ -21,6 +21,14 @@ this runs on are shared and noisy, so ``--repeat`` rounds are run, each an
 in-process run beside a daemon run, and the median round is reported with
 every round's ratio.  The run is bounded: the logs are finite, and every
 wait has a timeout.
+
+``--floor`` adds a third run to each round: the in-process learners again,
+at the daemon's worker niceness, while two other processes play ZeroMQ
+ping-pong over loopback at the querier's rate (a bare ROUTER echoing a
+DEALER, no seqd code).  That is what serving ``--qps`` requests a second
+costs learning on this machine before the daemon does any work of its own:
+the best ratio any loopback ZeroMQ server could reach here, and the best
+latency.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from common import machine, write_section  # noqa: E402
 
 from seqd.clients.client import Client  # noqa: E402
 from seqd.core.online import OnlineConfig, OnlineLearner  # noqa: E402
+from seqd.daemon.config import ServeConfig  # noqa: E402
 
 PUBLISHERS = 8
 
@@ -55,8 +64,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def in_process(streams: dict[str, bytes], batch: int, threads: int) -> tuple[float, float]:
-    """Wall-clock and CPU seconds for ``threads`` threads to learn every stream, batch by batch."""
+def in_process(streams: dict[str, bytes], batch: int, threads: int, nice: int = 0) -> tuple[float, float]:
+    """Wall-clock and CPU seconds for ``threads`` threads to learn every stream, batch by batch.
+
+    With ``nice``, each thread lowers its own priority as the daemon's
+    learning threads do (``worker_nice``): it matters only when other
+    processes want the cores too (:func:`floor_run`).
+    """
     learners = {name: OnlineLearner(OnlineConfig.bytes_default()) for name in streams}
     learners[next(iter(streams))].learn(b"warm up the compiled kernels")
     learners = {name: OnlineLearner(OnlineConfig.bytes_default()) for name in streams}
@@ -64,6 +78,8 @@ def in_process(streams: dict[str, bytes], batch: int, threads: int) -> tuple[flo
     lock = threading.Lock()
 
     def work():
+        if nice:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
         while True:
             with lock:
                 if not names:
@@ -80,6 +96,55 @@ def in_process(streams: dict[str, bytes], batch: int, threads: int) -> tuple[flo
     for t in pool:
         t.join()
     return time.perf_counter() - t0, time.process_time() - c0
+
+
+def _echo(address: str, stop) -> None:
+    """A bare ZeroMQ ROUTER that sends every message back: the cheapest server there is."""
+    import zmq
+    with zmq.Context() as ctx, ctx.socket(zmq.ROUTER) as sock:
+        sock.bind(address)
+        while not stop.is_set():
+            if sock.poll(100):
+                sock.send_multipart(sock.recv_multipart())
+
+
+def _ping(address: str, qps: float, stop, out) -> None:
+    """The querier's pace and message size, against :func:`_echo`, with raw ZeroMQ."""
+    import zmq
+    latencies = []
+    with zmq.Context() as ctx, ctx.socket(zmq.DEALER) as sock:
+        sock.connect(address)
+        k, start = 0, time.perf_counter()
+        while not stop.is_set():
+            t = time.perf_counter()
+            sock.send(bytes(64))
+            if sock.poll(10_000):
+                sock.recv()
+            latencies.append(time.perf_counter() - t)
+            k += 1
+            if qps:
+                stop.wait(max(0.0, start + k / qps - time.perf_counter()))
+    out.put(latencies)
+
+
+def floor_run(streams: dict[str, bytes], batch: int, threads: int, nice: int, qps: float, timeout: float) -> dict:
+    """:func:`in_process` at the daemon's worker niceness, while two other processes play ZeroMQ ping-pong at
+    ``qps`` round trips a second."""
+    mp = multiprocessing.get_context("spawn")
+    stop, out = mp.Event(), mp.Queue()
+    address = f"tcp://127.0.0.1:{free_port()}"
+    procs = [mp.Process(target=_echo, args=(address, stop)), mp.Process(target=_ping, args=(address, qps, stop, out))]
+    for p in procs:
+        p.start()
+    try:
+        time.sleep(1.0)  # both processes up and exchanging
+        seconds, cpu = in_process(streams, batch, threads, nice)
+    finally:
+        stop.set()
+    latencies = np.array(out.get(timeout=timeout)) * 1e3
+    for p in procs:
+        p.join(timeout)
+    return dict(seconds=seconds, cpu=cpu, p99=np.percentile(latencies, 99))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -198,6 +263,9 @@ def main(argv=None) -> int:
     parser.add_argument("--config", metavar="FILE", help="a seqd.toml for the daemon (default: none, the defaults)")
     parser.add_argument("--repeat", type=int, default=3, metavar="K",
                         help="rounds of (in-process, daemon), paired; the table shows the median round (default 3)")
+    parser.add_argument("--floor", action="store_true",
+                        help="also learn in-process beside a bare ZeroMQ ping-pong at --qps in each round (the best "
+                             "ratio any loopback ZeroMQ server could reach on this machine)")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     args = parser.parse_args(argv)
@@ -208,11 +276,16 @@ def main(argv=None) -> int:
     streams = {f.stem.split("_")[0].lower(): f.read_bytes()[:args.bytes] for f in files}
     total = sum(len(d) for d in streams.values())
     workers = os.cpu_count() or 1
-    refs, runs = [], []
+    nice = ServeConfig.load(args.config).worker_nice
+    refs, runs, floors = [], [], []
     for k in range(args.repeat):  # paired: each daemon run beside an in-process run, on the machine as it is then
         print(f"round {k + 1}/{args.repeat}: in-process, {len(streams)} streams, {total} symbols, "
               f"{workers} threads ...", file=sys.stderr)
         refs.append(in_process(streams, args.batch, workers))
+        if args.floor:
+            print(f"round {k + 1}/{args.repeat}: in-process beside a ZeroMQ ping-pong at {args.qps:g}/s ...",
+                  file=sys.stderr)
+            floors.append(floor_run(streams, args.batch, workers, nice, args.qps, args.timeout))
         print(f"round {k + 1}/{args.repeat}: daemon, {PUBLISHERS} publishers + 1 querier ...", file=sys.stderr)
         runs.append(daemon_run(streams, args.batch, args.timeout, args.qps, args.fsync, args.config))
     ratios = [run["rate"] / (total / ref) for (ref, _), run in zip(refs, runs)]
@@ -252,6 +325,17 @@ def main(argv=None) -> int:
         + ", ".join(f"{share:.2%} within {le * 1e3:g} ms" for le, share in run["server_predict"].items()
                     if 2.5e-4 <= le <= 5e-3) + ".",
     ])
+    if floors:
+        floor_ratios = [ref / f["seconds"] for (ref, _), f in zip(refs, floors)]
+        body += "\n\n" + "\n".join([
+            f"**Floor:** the in-process learners, at the workers' niceness ({nice}), beside a bare ZeroMQ "
+            f"ping-pong between two other processes at {args.qps:g} round trips a second (no seqd code), against "
+            f"the same round's learners alone: median "
+            f"**{float(np.median(floor_ratios)):.1%}**; in each round "
+            + ", ".join(f"{r:.1%}" for r in floor_ratios) + "; the ping-pong's own p99 in each round: "
+            + ", ".join(f"{f['p99']:.2f} ms" for f in floors) + ". The daemon over the floor, per round: "
+            + ", ".join(f"{r / fr:.1%}" for r, fr in zip(ratios, floor_ratios)) + ".",
+        ])
     print(body)
     if not args.no_write:
         write_section("daemon_load", body)
