@@ -276,12 +276,12 @@ class Stream:
         """
         position = self.view.position
         extra = json.dumps({"code_bits": self.code_bits, "recent": self._recent.tolist()}).encode()
-        blob = _SNAP_HEAD.pack(SNAPSHOT_MAGIC, position, len(extra), zlib.crc32(extra, position)) + extra \
-            + self.learner.to_bytes()
+        head = _SNAP_HEAD.pack(SNAPSHOT_MAGIC, position, len(extra), zlib.crc32(extra, position)) + extra
         if self.faulted:
             raise RuntimeError(f"stream {self.name!r} is not snapshotted: {self.broken}")
         path = self.directory / "snapshot"
-        tmp = _write_durably(path.with_name("snapshot.tmp"), blob)  # the long part, outside the lock
+        # the long part, outside the lock; the learner's arrays go to the file as they are, without the GIL
+        tmp = _write_durably(path.with_name("snapshot.tmp"), head, *self.learner.snapshot_parts())
         with self.io_lock:
             if self.dropped:
                 raise Dropped(self.name)
@@ -351,11 +351,16 @@ class Dropped(Exception):
     """The stream was dropped: it writes nothing more."""
 
 
-def _write_durably(path: Path, data: bytes) -> Path:
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+def _write_durably(path: Path, *parts) -> Path:
+    """Write the buffers one after the other to a new file at ``path``, and fsync it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        offset = 0
+        for part in parts:
+            offset = wal.write_all(fd, part, offset)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     return path
 
 

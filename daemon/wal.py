@@ -105,7 +105,7 @@ class WriteAheadLog:
         size = os.fstat(fd).st_size
         if size < _HEAD.size:  # new (or created by a crash before its header was written)
             os.ftruncate(fd, 0)
-            _write_all(fd, _HEAD.pack(MAGIC, VERSION, self.itemsize), 0)
+            write_all(fd, _HEAD.pack(MAGIC, VERSION, self.itemsize), 0)
             size = _HEAD.size
             if self.fsync_enabled:
                 os.fsync(fd)
@@ -123,7 +123,7 @@ class WriteAheadLog:
         fields = _FIELDS.pack(len(payload), start, zlib.crc32(payload))
         record = fields + struct.pack("<I", zlib.crc32(fields)) + payload
         try:
-            _write_all(self._fd, record, self._size)
+            write_all(self._fd, record, self._size)
         except OSError:
             try:
                 os.ftruncate(self._fd, self._size)
@@ -174,11 +174,13 @@ class WriteAheadLog:
                 self._fd = -1
 
 
-def _write_all(fd: int, data: bytes, offset: int) -> None:
-    view = memoryview(data)
+def write_all(fd: int, data, offset: int) -> int:
+    """Write the buffer ``data`` at ``offset`` whole (``pwrite`` may write less); returns the offset after it."""
+    view = memoryview(data).cast("B")
     while view:
         written = os.pwrite(fd, view, offset)
         view, offset = view[written:], offset + written
+    return offset
 
 
 def replay(directory: Path, itemsize: int, start: int) -> Iterator[np.ndarray]:

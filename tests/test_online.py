@@ -476,6 +476,26 @@ def _with_crc(payload: bytes) -> bytes:
     return payload + struct.pack("<I", zlib.crc32(payload))
 
 
+def test_snapshot_parts_are_the_format_built_independently_and_views_of_the_state():
+    """The buffers a snapshot is written from, against the format built here from its description
+    (header, each array's little-endian bytes in field order, CRC-32 of all that), and without copies."""
+    import dataclasses
+    import json
+    learner = _trained_snapshot()
+    parts = learner.snapshot_parts()
+    header = json.dumps({"config": dataclasses.asdict(learner.config),
+                         "arrays": [[name, getattr(learner.state, name).dtype.str,
+                                     list(getattr(learner.state, name).shape)] for name in learner.state._fields]},
+                        sort_keys=True).encode()
+    payload = online_state._HEADER.pack(online_state.FORMAT_MAGIC, online_state.FORMAT_VERSION, len(header)) \
+        + header + b"".join(np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<")).tobytes()
+                            for arr in learner.state)
+    assert b"".join(parts) == _with_crc(payload) == learner.to_bytes()
+    if np.little_endian:  # the arrays are written from the state itself, not from a copy
+        for part, arr in zip(parts[1:-1], learner.state):
+            assert arr.nbytes == 0 or np.shares_memory(np.frombuffer(part, dtype=np.uint8), arr)
+
+
 def test_from_bytes_rejects_damaged_snapshots():
     learner = _trained_snapshot()
     data = learner.to_bytes()

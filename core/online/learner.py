@@ -29,6 +29,7 @@ from .state import (
     OnlineState,
     from_bytes,
     new_state,
+    snapshot_parts,
     to_bytes,
 )
 
@@ -101,6 +102,11 @@ class OnlineLearner:
     def to_bytes(self) -> bytes:
         """An exact, versioned snapshot: :meth:`from_bytes` continues the stream bit for bit."""
         return to_bytes(self.config, self.state)
+
+    def snapshot_parts(self) -> list[memoryview]:
+        """The bytes of :meth:`to_bytes` as buffers to write in turn, without copying the state;
+        valid until the learner learns again."""
+        return snapshot_parts(self.config, self.state)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "OnlineLearner":

@@ -337,15 +337,33 @@ _HEADER = struct.Struct("<8sII")  # magic, version, header length
 
 def to_bytes(config: OnlineConfig, state: OnlineState) -> bytes:
     """Versioned, checksummed snapshot: restoring it continues the stream bit for bit."""
+    return b"".join(snapshot_parts(config, state))
+
+
+def snapshot_parts(config: OnlineConfig, state: OnlineState) -> list[memoryview]:
+    """The snapshot of :func:`to_bytes` as a list of buffers to be written in turn, in the same format.
+
+    On a little-endian machine the arrays are not copied: the buffers are
+    views of the state, valid while nothing learns.  The checksum and a
+    file's ``write`` of a large buffer run without the GIL, so a thread that
+    writes a snapshot of tens of megabytes does not stall the others (a
+    single ``bytes`` of it would be built, and copied again, with the GIL held).
+    """
     arrays = {name: np.ascontiguousarray(getattr(state, name)) for name in OnlineState._fields}
     meta = {
         "config": asdict(config),
         "arrays": [[name, arr.dtype.str, list(arr.shape)] for name, arr in arrays.items()],
     }
     header = json.dumps(meta, sort_keys=True).encode()
-    body = b"".join(arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes() for arr in arrays.values())
-    payload = _HEADER.pack(FORMAT_MAGIC, FORMAT_VERSION, len(header)) + header + body
-    return payload + struct.pack("<I", zlib.crc32(payload))
+    parts = [memoryview(_HEADER.pack(FORMAT_MAGIC, FORMAT_VERSION, len(header)) + header)]
+    for arr in arrays.values():
+        little = np.ascontiguousarray(arr.astype(arr.dtype.newbyteorder("<"), copy=False))
+        parts.append(memoryview(little.reshape(-1).view(np.uint8)))
+    crc = 0
+    for part in parts:
+        crc = zlib.crc32(part, crc)
+    parts.append(memoryview(struct.pack("<I", crc)))
+    return parts
 
 
 def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
