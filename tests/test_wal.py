@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -159,6 +160,47 @@ def test_the_shipped_configurations_load():
     manifest = (ROOT / "deploy" / "kubernetes" / "configmap.yaml").read_text()
     body = manifest[manifest.index("seqd.toml: |") + len("seqd.toml: |"):]
     ServeConfig.load(text="\n".join(line[4:] for line in body.splitlines()))
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to count descriptors")
+@pytest.mark.parametrize("fsync", [True, False])
+def test_rotations_leak_no_descriptor(tmp_path, fsync):
+    before = len(os.listdir("/proc/self/fd"))
+    log = wal.WriteAheadLog(tmp_path, 1, 0, fsync=fsync)
+    for k in range(20):
+        log.append(np.arange(3))
+        log.checkpoint(3 * k)
+        if k % 5 == 0:
+            log.sync()
+    log.close()
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_syncs_beside_appends_and_rotations_lose_nothing(tmp_path):
+    """The group commit in its thread, the I/O loop appending and rotating in another."""
+    log = wal.WriteAheadLog(tmp_path, 1, 0)
+    stop, errors = threading.Event(), []
+
+    def commit():
+        while not stop.is_set():
+            try:
+                log.sync()
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+                return
+    t = threading.Thread(target=commit)
+    t.start()
+    rng = np.random.default_rng(5)
+    items = batches(rng, 400, 256)
+    for k, b in enumerate(items):
+        log.append(b)
+        if k % 7 == 0:
+            log.checkpoint(0)  # rotate; a snapshot at 0 makes nothing redundant
+    stop.set()
+    t.join()
+    log.close()
+    assert errors == []
+    assert np.array_equal(np.concatenate(list(wal.replay(tmp_path, 1, 0))), np.concatenate(items))
 
 
 def test_a_failed_fsync_is_remembered(tmp_path, monkeypatch):
