@@ -286,7 +286,7 @@ class Stream:
             if self.dropped:
                 raise Dropped(self.name)
             os.replace(tmp, path)
-            wal.fsync_dir(path.parent)
+            wal.fsync_path(path.parent)
         self.snapshot_time = time.monotonic()
         return position
 
@@ -307,7 +307,7 @@ class Stream:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        wal.fsync_dir(streams_dir)
+        wal.fsync_path(streams_dir)
         return cls(name, directory, learner, 0, created=created, fsync=fsync)
 
     @classmethod
@@ -366,4 +366,4 @@ def _write_durably(path: Path, *parts) -> Path:
 
 def _write_atomically(path: Path, data: bytes) -> None:
     os.replace(_write_durably(path.with_name(path.name + ".tmp"), data), path)
-    wal.fsync_dir(path.parent)
+    wal.fsync_path(path.parent)

@@ -66,8 +66,9 @@ def segments(directory: Path) -> list[tuple[int, Path]]:
     return sorted(out)
 
 
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
+def fsync_path(path: Path) -> None:
+    """fsync a file or a directory by its name."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
@@ -93,6 +94,14 @@ class WriteAheadLog:
         self._synced = 0  # records an fsync has covered: those written before it began
         self._lock = threading.Lock()  # an fsync never meets a descriptor being closed (and reused)
         self._sync_error: OSError | None = None  # Linux reports a write-back error once: remember it
+        existing = segments(self.directory) if fsync else []
+        if existing:
+            # After a process crash the last segment may end in records that were written but never
+            # synced (nor acknowledged). Replay has just counted them as accepted, and a publisher
+            # whose retry meets ``conflict`` will take them as landed: make them durable first.
+            for _, path in existing:
+                fsync_path(path)
+            fsync_path(self.directory)
         self._open_segment()
 
     def _open_segment(self) -> None:
@@ -109,7 +118,7 @@ class WriteAheadLog:
             size = _HEAD.size
             if self.fsync_enabled:
                 os.fsync(fd)
-                fsync_dir(self.directory)
+                fsync_path(self.directory)
         self._fd, self._size = fd, size
 
     def append(self, symbols: np.ndarray) -> int:

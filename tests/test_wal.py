@@ -203,6 +203,23 @@ def test_syncs_beside_appends_and_rotations_lose_nothing(tmp_path):
     assert np.array_equal(np.concatenate(list(wal.replay(tmp_path, 1, 0))), np.concatenate(items))
 
 
+def test_reopening_a_log_makes_what_replay_counted_durable(tmp_path, monkeypatch):
+    """A process crash can leave records written but not synced.  Replay counts them as accepted
+    (and a publisher's retry, meeting ``conflict``, takes them as landed): opening the log again
+    fsyncs them before anything else."""
+    log = wal.WriteAheadLog(tmp_path, 1, 0)
+    log.append(np.arange(7))  # never synced: the process "crashes" here
+    (_, segment), = wal.segments(tmp_path)
+    end = sum(len(b) for b in wal.replay(tmp_path, 1, 0))
+    synced, real = [], os.fsync
+    monkeypatch.setattr(wal.os, "fsync", lambda fd: (synced.append(os.path.realpath(f"/proc/self/fd/{fd}")),
+                                                     real(fd)))
+    reopened = wal.WriteAheadLog(tmp_path, 1, end)
+    assert str(segment.resolve()) in synced and str(tmp_path.resolve()) in synced
+    reopened.close()
+    log.close()
+
+
 def test_a_failed_fsync_is_remembered(tmp_path, monkeypatch):
     """Linux reports a write-back error once; a later fsync that 'succeeds' proves nothing."""
     log = wal.WriteAheadLog(tmp_path, 1, 0)
