@@ -34,6 +34,7 @@ latency.
 from __future__ import annotations
 
 import argparse
+import itertools
 import multiprocessing
 import os
 import shlex
@@ -98,7 +99,54 @@ def in_process(streams: dict[str, bytes], batch: int, threads: int, nice: int = 
     return time.perf_counter() - t0, time.process_time() - c0
 
 
-def _echo(address: str, stop) -> None:
+class Background:
+    """Processes of their own (spawned, as real clients are), stopped together.
+
+    Each job is ``(target, *args)``; the target is called with ``stop`` (an
+    Event) and ``out`` (a Queue) after its arguments.  One job puts its rows
+    in ``out`` when stopped: :meth:`finish` returns them.
+    """
+
+    def __init__(self, *jobs: tuple):
+        mp = multiprocessing.get_context("spawn")
+        self.stop, self._out = mp.Event(), mp.Queue()
+        self._procs = [mp.Process(target=target, args=(*args, self.stop, self._out)) for target, *args in jobs]
+        for p in self._procs:
+            p.start()
+
+    def finish(self, timeout: float) -> np.ndarray:
+        """Stop every process; the reporting job's ``(sent, seconds)`` rows, as an array of shape (n, 2)."""
+        self.stop.set()
+        rows = self._out.get(timeout=timeout)
+        for p in self._procs:
+            p.join(timeout)
+        return np.array(rows, dtype=float).reshape(-1, 2)
+
+
+def _paced(ask, qps: float, stop, out) -> None:
+    """Call ``ask()`` ``qps`` times a second (0: back to back) until ``stop``; then put in ``out`` one
+    ``(sent, seconds)`` row per call.  ``sent`` is ``time.perf_counter()``, on Linux the system-wide
+    monotonic clock, so the parent process can select rows by its own readings of it."""
+    rows = []
+    k, start = 0, time.perf_counter()
+    while not stop.is_set():
+        t = time.perf_counter()
+        ask()
+        rows.append((t, time.perf_counter() - t))
+        k += 1
+        if qps:
+            stop.wait(max(0.0, start + k / qps - time.perf_counter()))
+    out.put(rows)
+
+
+def _querier(api: str, names: list[str], qps: float, timeout: float, stop, out) -> None:
+    """The querying client: predictions (top 5), round robin over the streams."""
+    streams = itertools.cycle(names)
+    with Client(api, timeout=timeout) as c:
+        _paced(lambda: c.predict(next(streams), top=5), qps, stop, out)
+
+
+def _echo(address: str, stop, out) -> None:
     """A bare ZeroMQ ROUTER that sends every message back: the cheapest server there is."""
     import zmq
     with zmq.Context() as ctx, ctx.socket(zmq.ROUTER) as sock:
@@ -109,41 +157,29 @@ def _echo(address: str, stop) -> None:
 
 
 def _ping(address: str, qps: float, stop, out) -> None:
-    """The querier's pace and message size, against :func:`_echo`, with raw ZeroMQ."""
+    """The querier's pace against :func:`_echo`, with raw ZeroMQ and a request's size."""
     import zmq
-    latencies = []
     with zmq.Context() as ctx, ctx.socket(zmq.DEALER) as sock:
         sock.connect(address)
-        k, start = 0, time.perf_counter()
-        while not stop.is_set():
-            t = time.perf_counter()
+
+        def ask():
             sock.send(bytes(64))
-            if sock.poll(10_000):
-                sock.recv()
-            latencies.append(time.perf_counter() - t)
-            k += 1
-            if qps:
-                stop.wait(max(0.0, start + k / qps - time.perf_counter()))
-    out.put(latencies)
+            if not sock.poll(10_000):
+                raise RuntimeError("the echo process stopped answering")
+            sock.recv()
+        _paced(ask, qps, stop, out)
 
 
 def floor_run(streams: dict[str, bytes], batch: int, threads: int, nice: int, qps: float, timeout: float) -> dict:
     """:func:`in_process` at the daemon's worker niceness, while two other processes play ZeroMQ ping-pong at
     ``qps`` round trips a second."""
-    mp = multiprocessing.get_context("spawn")
-    stop, out = mp.Event(), mp.Queue()
     address = f"tcp://127.0.0.1:{free_port()}"
-    procs = [mp.Process(target=_echo, args=(address, stop)), mp.Process(target=_ping, args=(address, qps, stop, out))]
-    for p in procs:
-        p.start()
+    pingpong = Background((_echo, address), (_ping, address, qps))
     try:
         time.sleep(1.0)  # both processes up and exchanging
         seconds, cpu = in_process(streams, batch, threads, nice)
     finally:
-        stop.set()
-    latencies = np.array(out.get(timeout=timeout)) * 1e3
-    for p in procs:
-        p.join(timeout)
+        latencies = pingpong.finish(timeout)[:, 1] * 1e3
     return dict(seconds=seconds, cpu=cpu, p99=np.percentile(latencies, 99))
 
 
@@ -193,22 +229,6 @@ def _server_latency(port: int, kind: str) -> dict[float, float]:
     return {le: n / total for le, n in sorted(buckets.items())}
 
 
-def _querier(api: str, names: list[str], qps: float, timeout: float, stop, out) -> None:
-    """The querying client, in a process of its own (as a real client is): predictions round robin."""
-    latencies = []
-    with Client(api, timeout=timeout) as c:
-        k = 0
-        start = time.perf_counter()
-        while not stop.is_set():
-            t = time.perf_counter()
-            c.predict(names[k % len(names)], top=5)
-            latencies.append(time.perf_counter() - t)
-            k += 1
-            if qps:
-                stop.wait(max(0.0, start + k / qps - time.perf_counter()))
-    out.put(latencies)
-
-
 def _load(api: str, streams: dict[str, bytes], batch: int, timeout: float, qps: float) -> dict:
     errors: list[BaseException] = []
     publish_seconds: list[float] = []
@@ -224,27 +244,23 @@ def _load(api: str, streams: dict[str, bytes], batch: int, timeout: float, qps: 
         except BaseException as exc:  # reported after the run
             errors.append(exc)
 
-    mp = multiprocessing.get_context("spawn")
-    stop, out = mp.Event(), mp.Queue()
-    q = mp.Process(target=_querier, args=(api, list(streams), qps, timeout, stop, out))
-    q.start()
+    querier = Background((_querier, api, list(streams), qps, timeout))
     total = sum(len(d) for d in streams.values())
     pubs = [threading.Thread(target=publisher, args=item) for item in streams.items()]
-    t0 = time.perf_counter()
-    for t in pubs:
-        t.start()
-    for t in pubs:
-        t.join()
-    with Client(api, timeout=timeout) as c:
-        for name, data in streams.items():
-            c.predict(name, min_position=len(data), wait=timeout)
-    seconds = time.perf_counter() - t0
-    stop.set()
-    latencies = out.get(timeout=timeout)
-    q.join(timeout)
+    try:
+        t0 = time.perf_counter()
+        for t in pubs:
+            t.start()
+        for t in pubs:
+            t.join()
+        with Client(api, timeout=timeout) as c:
+            for name, data in streams.items():
+                c.predict(name, min_position=len(data), wait=timeout)
+        seconds = time.perf_counter() - t0
+    finally:
+        lat = querier.finish(timeout)[:, 1] * 1e3
     if errors:
         raise errors[0]
-    lat = np.array(latencies) * 1e3
     pub = np.array(publish_seconds) * 1e3
     return dict(seconds=seconds, rate=total / seconds, predicts=len(lat), p50=np.percentile(lat, 50),
                 p99=np.percentile(lat, 99), pmax=lat.max(), publishes=len(pub), pub_p50=np.percentile(pub, 50),

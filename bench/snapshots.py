@@ -12,14 +12,14 @@ for predictions ``--qps`` times a second, round robin over the streams: for
 ``--quiet`` seconds with nothing else happening, then while another client
 asks every stream for a snapshot, one after the other (each written by a
 worker thread, fsync'ed and renamed into place, the write-ahead log rotated).
-The two phases' latencies are the comparison: what writing snapshots costs
-the answers.  The run is bounded: every wait has a timeout.
+Only the predicts sent within each phase count.  The two phases' latencies
+are the comparison: what writing snapshots costs the answers.  The run is
+bounded: every wait has a timeout.
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import shlex
 import subprocess
 import sys
@@ -32,27 +32,24 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baselines import log_files  # noqa: E402
 from common import machine, write_section  # noqa: E402
-from load import _querier, free_port  # noqa: E402
+from load import Background, _querier, free_port  # noqa: E402
 
 from seqd.clients.client import Client  # noqa: E402
 
 
 def _phase(api: str, names: list[str], qps: float, timeout: float, work) -> tuple[np.ndarray, float]:
-    """Predict latencies (ms) of a querier in its own process while ``work()`` runs; and work's seconds."""
-    mp = multiprocessing.get_context("spawn")
-    stop, out = mp.Event(), mp.Queue()
-    q = mp.Process(target=_querier, args=(api, names, qps, timeout, stop, out))
-    q.start()
+    """Latencies (ms) of the predicts a querier in its own process sent while ``work()`` ran; and work's
+    seconds.  Predicts sent before ``work()`` began or after it ended are not counted."""
+    querier = Background((_querier, api, names, qps, timeout))
     try:
-        time.sleep(1.0)  # the querier connected and answered a few times: its first, slower request is not counted
+        time.sleep(1.0)  # the querier is connected and past its first, slower request
         t0 = time.perf_counter()
         work()
-        seconds = time.perf_counter() - t0
+        t1 = time.perf_counter()
     finally:
-        stop.set()
-    latencies = np.array(out.get(timeout=timeout)) * 1e3
-    q.join(timeout)
-    return latencies[int(qps):] if len(latencies) > 2 * qps else latencies, seconds
+        rows = querier.finish(timeout)
+    during = (rows[:, 0] >= t0) & (rows[:, 0] < t1)
+    return rows[during, 1] * 1e3, t1 - t0
 
 
 def run(streams: dict[str, bytes], rounds: int, qps: float, quiet: float, timeout: float) -> dict:

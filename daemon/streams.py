@@ -359,6 +359,9 @@ def _write_durably(path: Path, *parts) -> Path:
         for part in parts:
             offset = wal.write_all(fd, part, offset)
         os.fsync(fd)
+    except BaseException:
+        path.unlink(missing_ok=True)  # a snapshot is tens of megabytes: leave no partial one on a full disk
+        raise
     finally:
         os.close(fd)
     return path

@@ -539,3 +539,20 @@ def test_expired_waiters_are_forgotten(server, call):
     for _ in range(50):
         assert call("predict", stream="idle", min_position=1, wait_ms=1).code == P.TIMEOUT
     assert server.server._waiting == 0 and not server.server._waiters.get("idle")
+
+
+def test_a_snapshot_write_that_fails_leaves_no_partial_file(tmp_path, monkeypatch):
+    """Disk full halfway through a snapshot of tens of megabytes: the error goes up, the part written goes."""
+    calls = []
+
+    def write_all(fd, data, offset):
+        calls.append(offset)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real(fd, data, offset)
+    real = streams_module.wal.write_all
+    monkeypatch.setattr(streams_module.wal, "write_all", write_all)
+    target = tmp_path / "snapshot.tmp"
+    with pytest.raises(OSError, match="No space"):
+        streams_module._write_durably(target, b"head", b"x" * 1000, b"tail")
+    assert not target.exists()
