@@ -23,6 +23,7 @@ import shutil
 import threading
 import time
 import uuid
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -391,6 +392,7 @@ class Server:
             return Reply.failure(req.id, P.LIMIT, f"a new stream of {stream.learner.state_bytes} bytes would take the "
                                  f"learners past max_state_bytes = {self.config.max_state_bytes}")
         self.streams[name] = stream
+        self._stagger(stream)
         log.info("stream %s created (%d bytes of state)", name, stream.learner.state_bytes)
         return Reply.success(req.id, stream=name, created=True, config=config_dict(config))
 
@@ -579,6 +581,17 @@ class Server:
                     behind > 0 and now - stream.snapshot_time >= c.snapshot_interval_seconds):
                 self._snapshot(stream, None)
 
+    def _stagger(self, stream: Stream) -> None:
+        """Start the stream's snapshot clock at a phase of its own in the interval, from its name.
+
+        Streams created or restored together would otherwise fall due
+        together, every ``snapshot_interval_seconds``, and write their
+        snapshots (tens of megabytes each) in one burst that delays answers
+        (``bench/snapshots.py``); spread over the interval, they come one at a time.
+        """
+        phase = zlib.crc32(stream.name.encode()) / 2**32
+        stream.snapshot_time -= phase * self.config.snapshot_interval_seconds
+
     def _snapshot_done(self, stream: Stream, requesters: list[_Pending], result, current: bool) -> None:
         if not current:
             def reply(r):
@@ -640,6 +653,7 @@ class Server:
             result = results[path]
             if isinstance(result, Stream):
                 self.streams[result.name] = result
+                self._stagger(result)
             else:
                 why = f"{type(result).__name__}: {result}"
                 self.unavailable[path.name] = why
