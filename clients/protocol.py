@@ -73,10 +73,11 @@ DEFAULT_LIMITS = Limits()
 class ProtocolError(ValueError):
     """A message that breaks the protocol; ``code`` is one of :data:`ERROR_CODES`."""
 
-    def __init__(self, code: str, message: str):
+    def __init__(self, code: str, message: str, retry_after_ms: int | None = None):
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+        self.retry_after_ms = retry_after_ms  # with ``busy``: when to try again
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ BURST = 256  # requests taken per turn of the loop before the logs are synced
 EVENT_TOP = 5  # symbols in each prediction event
 MAX_WAITERS = 10_000  # predicts waiting for a position, all streams together
 MAX_QUEUED_BATCHES = 4096  # per stream: a flood of tiny batches is bounded too, not only its symbols
+CREATE_RETRY_MS = 10  # what a request for a stream being created is told to wait
 LEARN_RATE_HINT = 50_000  # symbols/s, to suggest how long a "busy" publisher should wait
 
 
@@ -82,6 +83,9 @@ class Server:
         self._workers: list[threading.Thread] = []
         self._sync_jobs: queue.SimpleQueue = queue.SimpleQueue()  # acknowledgements waiting for an fsync
         self._syncing = 0  # sync jobs under way
+        self._create_jobs: queue.SimpleQueue = queue.SimpleQueue()  # streams to create, for the creating thread
+        self._creating: dict[str, list[_Pending]] = {}  # names being created -> the create requests to answer
+        self._creator: threading.Thread | None = None
         self._ctx = zmq.Context()
         self._auth = None
         self._metrics_http = None
@@ -126,6 +130,8 @@ class Server:
             self._workers.append(t)
         self._syncer = threading.Thread(target=self._sync, name="seqd-sync", daemon=True)
         self._syncer.start()
+        self._creator = threading.Thread(target=self._create_streams, name="seqd-create", daemon=True)
+        self._creator.start()
         if self.config.metrics_port:
             try:
                 self._metrics_http = start_metrics_server(self.registry, self.config.metrics_host,
@@ -210,7 +216,8 @@ class Server:
                 if self._stop.is_set() and not draining:
                     draining = True
                     log.info("stopping: finishing queued work and writing snapshots")
-                if draining and not snapshots_asked and self._syncing == 0:  # every accepted batch is queued
+                if draining and not snapshots_asked and self._syncing == 0 and not self._creating:
+                    # every accepted batch is queued, every stream being created is in place
                     snapshots_asked = True
                     for stream in self.streams.values():
                         if stream.accepted > stream.snapshot_position and not stream.faulted:
@@ -252,7 +259,7 @@ class Server:
             try:
                 reply = self._handle(pending, acks)
             except P.ProtocolError as exc:
-                reply = Reply.failure(req.id, exc.code, exc.message)
+                reply = Reply.failure(req.id, exc.code, exc.message, exc.retry_after_ms)
             except Exception as exc:  # a fault of ours: the daemon must survive it, and say so
                 log.exception("request %s %s failed", req.op, req.stream)
                 reply = Reply.failure(req.id, P.INTERNAL, f"{type(exc).__name__}: {exc}")
@@ -323,15 +330,15 @@ class Server:
         if req.op == "ping":
             return Reply.success(req.id, server="seqd", version=VERSION, protocol=P.PROTOCOL_VERSION)
         if req.op == "create":
-            return self._create(req)
+            return self._create(req, pending)
         if req.op == "stats" and req.stream is None:
             return Reply.success(req.id, **self.server_stats())
         if req.op == "publish" and self._stop.is_set():
             return Reply.failure(req.id, P.SHUTTING_DOWN, "the server is stopping; publish again once it is back")
-        if req.op == "publish" and req.create and req.stream not in self.streams:
-            created = self._create(Request(id=req.id, op="create", stream=req.stream))
-            if not created.ok:
-                return created
+        if req.op == "publish" and req.create and req.stream not in self.streams and req.stream not in self._creating:
+            refused = self._create(Request(id=req.id, op="create", stream=req.stream), None)
+            if refused is not None:
+                return refused
         stream = self._stream(req.stream)
         if req.op == "publish":
             return self._publish(pending, stream, acks)
@@ -361,13 +368,17 @@ class Server:
 
     def _stream(self, name: str) -> Stream:
         stream = self.streams.get(name)
+        if stream is None and name in self._creating:
+            raise P.ProtocolError(P.BUSY, f"stream {name!r} is being created; retry", retry_after_ms=CREATE_RETRY_MS)
         if stream is None:
             if name in self.unavailable:
                 raise P.ProtocolError(P.INTERNAL, f"stream {name!r} could not be restored: {self.unavailable[name]}")
             raise P.ProtocolError(P.NO_SUCH_STREAM, f"no stream named {name!r}")
         return stream
 
-    def _create(self, req: Request) -> Reply:
+    def _create(self, req: Request, pending: _Pending | None) -> Reply | None:
+        """Check a create and hand it to the creating thread: its files and fsyncs never hold up this loop.
+        Answered (``pending``) when the stream is in place (:meth:`_created`); None until then."""
         name = req.stream
         if name in self.unavailable:
             return Reply.failure(req.id, P.INTERNAL, f"stream {name!r} exists but could not be restored: "
@@ -376,25 +387,66 @@ class Server:
             config = make_config(req.preset, req.config)
         except ValueError as exc:
             return Reply.failure(req.id, P.BAD_CONFIG, str(exc))
+        if name in self._creating:
+            return Reply.failure(req.id, P.BUSY, f"stream {name!r} is being created; retry",
+                                 retry_after_ms=CREATE_RETRY_MS)
         if name in self.streams:
             existing = self.streams[name]
             if req.exist_ok and (req.config is None and req.preset is None or existing.config == config):
                 return Reply.success(req.id, stream=name, created=False, config=config_dict(existing.config))
             return Reply.failure(req.id, P.STREAM_EXISTS, f"stream {name!r} exists" +
                                  (" with another configuration" if req.exist_ok else ""))
-        if len(self.streams) >= self.config.max_streams:
+        if len(self.streams) + len(self._creating) >= self.config.max_streams:
             return Reply.failure(req.id, P.LIMIT, f"this server holds at most {self.config.max_streams} streams")
-        stream = Stream.create(name, self.state_dir / "streams", config, fsync=self.config.fsync)
+        self._creating[name] = [pending] if pending is not None else []
+        self._create_jobs.put((name, config))
+        if pending is None:  # a publish that creates its stream: it comes back once the stream is there
+            return Reply.failure(req.id, P.BUSY, f"stream {name!r} is being created; retry",
+                                 retry_after_ms=CREATE_RETRY_MS)
+        return None
+
+    def _created(self, name: str, result) -> None:
+        """The creating thread's report: register the stream and answer, or answer why not."""
+        requesters = self._creating.pop(name)
+
+        def answer(reply_for) -> None:
+            for r in requesters:
+                self._reply(r.identity, reply_for(r.request.id), "create", r.t0)
+
+        if isinstance(result, Exception):
+            log.error("stream %s could not be created: %s", name, result)
+            answer(lambda rid: Reply.failure(rid, P.INTERNAL, f"stream {name!r} could not be created: "
+                                                              f"{type(result).__name__}: {result}"))
+            return
+        stream = result
         used = sum(s.learner.state_bytes for s in self.streams.values())
         if used + stream.learner.state_bytes > self.config.max_state_bytes:
             stream.log.close()
             shutil.rmtree(stream.directory, ignore_errors=True)
-            return Reply.failure(req.id, P.LIMIT, f"a new stream of {stream.learner.state_bytes} bytes would take the "
-                                 f"learners past max_state_bytes = {self.config.max_state_bytes}")
+            answer(lambda rid: Reply.failure(rid, P.LIMIT, f"a new stream of {stream.learner.state_bytes} bytes "
+                                             f"would take the learners past max_state_bytes = "
+                                             f"{self.config.max_state_bytes}"))
+            return
         self.streams[name] = stream
         self._stagger(stream)
         log.info("stream %s created (%d bytes of state)", name, stream.learner.state_bytes)
-        return Reply.success(req.id, stream=name, created=True, config=config_dict(config))
+        answer(lambda rid: Reply.success(rid, stream=name, created=True, config=config_dict(stream.config)))
+
+    def _create_streams(self) -> None:
+        """The creating thread: a stream's folder, its description, its first log segment and their fsyncs."""
+        wake = self._ctx.socket(zmq.PUSH)
+        wake.connect("inproc://seqd-wake")
+        try:
+            while (job := self._create_jobs.get()) is not None:
+                name, config = job
+                try:
+                    result = Stream.create(name, self.state_dir / "streams", config, fsync=self.config.fsync)
+                except Exception as exc:  # disk full, say: reported to the requester, nothing registered
+                    result = exc
+                self._outbox.put(("created", None, (name, result)))
+                _poke(wake)
+        finally:
+            wake.close(linger=0)
 
     def _publish(self, pending: _Pending, stream: Stream, acks: list) -> Reply | None:
         req = pending.request
@@ -527,6 +579,8 @@ class Server:
                 elif kind == "synced":
                     self._syncing -= 1
                     self._acknowledge(*detail)
+                elif kind == "created":
+                    self._created(*detail)
             except Exception:  # a fault of ours in the bookkeeping: log it, keep serving
                 log.exception("handling a %s report failed (stream %s)", kind, getattr(stream, "name", "-"))
 
@@ -675,7 +729,8 @@ class Server:
         for _ in self._workers:
             self._ready.put(None)
         self._sync_jobs.put(None)
-        for t in self._workers + ([self._syncer] if self._syncer else []):
+        self._create_jobs.put(None)
+        for t in self._workers + [t for t in (self._syncer, self._creator) if t is not None]:
             t.join()
         self._take_reports()
         for stream in self.streams.values():

@@ -584,3 +584,75 @@ def test_periodic_snapshots_come_on_time_and_spread_over_the_interval(tmp_path):
     assert set(seen) == set(names)
     for n in names:  # due at created + interval × (1 − phase); the loop looks every 0.25 s
         assert seen[n] - created[n] == pytest.approx(interval * (1 - phase[n]), abs=0.75), n
+
+
+@pytest.fixture
+def held_creates(monkeypatch):
+    """Stream creation (files and fsyncs, in the creating thread) waits for ``held_creates.set()``."""
+    opened = threading.Event()
+    create = streams_module.Stream.create.__func__
+
+    def held(cls, *args, **kwargs):
+        opened.wait(30)
+        return create(cls, *args, **kwargs)
+
+    monkeypatch.setattr(streams_module.Stream, "create", classmethod(held))
+    return opened
+
+
+def test_creating_a_stream_holds_up_nothing_else(tmp_path, held_creates):
+    """A create waits for its disk in a thread of its own: the loop answers every other stream meanwhile,
+    requests naming the stream being created are told to retry, and the create's answer follows."""
+    held_creates.set()
+    with ThreadServer(tmp_path / "state", max_streams=3) as srv:
+        call = Caller(srv.api)
+        call.ok("create", stream="old", config=SMALL_BYTES)
+        call.ok("publish", stream="old", symbols=b"abcabc")
+        held_creates.clear()
+        try:  # on one socket, requests arrive in order: the create is under way before the others
+            call.raw(P.encode_request(P.Request(id=1000, op="create", stream="new", config=SMALL_BYTES)))
+            for op, fields in [("predict", {}), ("stats", {}), ("drop", {}), ("publish", {"symbols": b"x"}),
+                               ("create", {"config": SMALL_BYTES}), ("create", {"exist_ok": True})]:
+                reply = call(op, stream="new", **fields)
+                assert reply.code == P.BUSY and reply.retry_after_ms, (op, reply)
+            assert call.ok("predict", stream="old", min_position=6, wait_ms=30000)["position"] == 6
+            call.raw(P.encode_request(P.Request(id=1001, op="create", stream="third", config=SMALL_BYTES)))
+            assert call("create", stream="fourth").code == P.LIMIT  # "new" and "third" count against the limit
+        finally:
+            held_creates.set()
+        new, third = sorted((call.reply(), call.reply()), key=lambda r: r.id)
+        assert (new.id, third.id) == (1000, 1001) and new.result["created"] and third.result["created"]
+        assert call.ok("publish", stream="new", symbols=b"x")["position"] == 1
+        assert call.ok("stats")["streams"] == ["new", "old", "third"]
+        call.close()
+
+
+def test_max_state_bytes_refuses_a_stream_and_leaves_nothing(tmp_path):
+    size = OnlineLearner(make_config("bytes", SMALL_BYTES)).state_bytes
+    with ThreadServer(tmp_path / "state", max_state_bytes=size * 3 // 2) as srv:
+        call = Caller(srv.api)
+        call.ok("create", stream="a", config=SMALL_BYTES)
+        reply = call("create", stream="b", config=SMALL_BYTES)
+        assert reply.code == P.LIMIT and "max_state_bytes" in reply.message
+        assert sorted(p.name for p in (tmp_path / "state" / "streams").iterdir()) == ["a"]
+        assert call.ok("stats")["streams"] == ["a"]
+        call.close()
+
+
+def test_a_create_that_fails_on_disk_is_answered_and_frees_the_name(tmp_path, monkeypatch):
+    create = streams_module.Stream.create.__func__
+    failures = [OSError(28, "No space left on device")]
+
+    def flaky(cls, *args, **kwargs):
+        if failures:
+            raise failures.pop()
+        return create(cls, *args, **kwargs)
+
+    monkeypatch.setattr(streams_module.Stream, "create", classmethod(flaky))
+    with ThreadServer(tmp_path / "state") as srv:
+        call = Caller(srv.api)
+        reply = call("create", stream="s", config=SMALL_BYTES)
+        assert reply.code == P.INTERNAL and "No space left" in reply.message
+        assert call("predict", stream="s").code == P.NO_SUCH_STREAM
+        assert call.ok("create", stream="s", config=SMALL_BYTES)["created"] is True
+        call.close()
