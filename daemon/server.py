@@ -329,16 +329,15 @@ class Server:
         req = pending.request
         if req.op == "ping":
             return Reply.success(req.id, server="seqd", version=VERSION, protocol=P.PROTOCOL_VERSION)
+        if req.op in ("create", "publish") and self._stop.is_set():
+            return Reply.failure(req.id, P.SHUTTING_DOWN, f"the server is stopping; {req.op} again once it is back")
         if req.op == "create":
             return self._create(req, pending)
         if req.op == "stats" and req.stream is None:
             return Reply.success(req.id, **self.server_stats())
-        if req.op == "publish" and self._stop.is_set():
-            return Reply.failure(req.id, P.SHUTTING_DOWN, "the server is stopping; publish again once it is back")
         if req.op == "publish" and req.create and req.stream not in self.streams and req.stream not in self._creating:
-            refused = self._create(Request(id=req.id, op="create", stream=req.stream), None)
-            if refused is not None:
-                return refused
+            # the publish is answered once the stream is there (:meth:`_created`), or with why it is not
+            return self._create(Request(id=req.id, op="create", stream=req.stream), pending)
         stream = self._stream(req.stream)
         if req.op == "publish":
             return self._publish(pending, stream, acks)
@@ -376,9 +375,13 @@ class Server:
             raise P.ProtocolError(P.NO_SUCH_STREAM, f"no stream named {name!r}")
         return stream
 
-    def _create(self, req: Request, pending: _Pending | None) -> Reply | None:
+    def _create(self, req: Request, pending: _Pending) -> Reply | None:
         """Check a create and hand it to the creating thread: its files and fsyncs never hold up this loop.
-        Answered (``pending``) when the stream is in place (:meth:`_created`); None until then."""
+
+        ``pending`` (the create, or a publish with ``create``) is answered
+        when the stream is in place, or with why it is not (:meth:`_created`);
+        a refusal here is returned at once.
+        """
         name = req.stream
         if name in self.unavailable:
             return Reply.failure(req.id, P.INTERNAL, f"stream {name!r} exists but could not be restored: "
@@ -398,39 +401,56 @@ class Server:
                                  (" with another configuration" if req.exist_ok else ""))
         if len(self.streams) + len(self._creating) >= self.config.max_streams:
             return Reply.failure(req.id, P.LIMIT, f"this server holds at most {self.config.max_streams} streams")
-        self._creating[name] = [pending] if pending is not None else []
+        self._creating[name] = [pending]
         self._create_jobs.put((name, config))
-        if pending is None:  # a publish that creates its stream: it comes back once the stream is there
-            return Reply.failure(req.id, P.BUSY, f"stream {name!r} is being created; retry",
-                                 retry_after_ms=CREATE_RETRY_MS)
         return None
 
     def _created(self, name: str, result) -> None:
-        """The creating thread's report: register the stream and answer, or answer why not."""
+        """The creating thread's report: register the stream and answer its requests (a publish with
+        ``create`` is published now), or answer why there is no stream."""
         requesters = self._creating.pop(name)
+        failure = None
+        try:
+            if isinstance(result, Exception):
+                log.error("stream %s could not be created: %s", name, result)
+                failure = (P.INTERNAL, f"stream {name!r} could not be created: {type(result).__name__}: {result}")
+                return
+            stream = result
+            used = sum(s.learner.state_bytes for s in self.streams.values())
+            if used + stream.learner.state_bytes > self.config.max_state_bytes:
+                failure = (P.LIMIT, f"a new stream of {stream.learner.state_bytes} bytes would take the learners "
+                                    f"past max_state_bytes = {self.config.max_state_bytes}")
+                try:
+                    stream.log.close()
+                finally:  # nothing may stay on disk to claim the name
+                    shutil.rmtree(stream.directory, ignore_errors=True)
+                return
+            self.streams[name] = stream
+            self._stagger(stream)
+            log.info("stream %s created (%d bytes of state)", name, stream.learner.state_bytes)
+        except Exception as exc:  # a fault of ours: whoever asked still gets an answer
+            log.exception("stream %s: registering it failed", name)
+            failure = failure or (P.INTERNAL, f"{type(exc).__name__}: {exc}")
+        finally:
+            self._answer_created(name, requesters, failure)
 
-        def answer(reply_for) -> None:
-            for r in requesters:
-                self._reply(r.identity, reply_for(r.request.id), "create", r.t0)
-
-        if isinstance(result, Exception):
-            log.error("stream %s could not be created: %s", name, result)
-            answer(lambda rid: Reply.failure(rid, P.INTERNAL, f"stream {name!r} could not be created: "
-                                                              f"{type(result).__name__}: {result}"))
-            return
-        stream = result
-        used = sum(s.learner.state_bytes for s in self.streams.values())
-        if used + stream.learner.state_bytes > self.config.max_state_bytes:
-            stream.log.close()
-            shutil.rmtree(stream.directory, ignore_errors=True)
-            answer(lambda rid: Reply.failure(rid, P.LIMIT, f"a new stream of {stream.learner.state_bytes} bytes "
-                                             f"would take the learners past max_state_bytes = "
-                                             f"{self.config.max_state_bytes}"))
-            return
-        self.streams[name] = stream
-        self._stagger(stream)
-        log.info("stream %s created (%d bytes of state)", name, stream.learner.state_bytes)
-        answer(lambda rid: Reply.success(rid, stream=name, created=True, config=config_dict(stream.config)))
+    def _answer_created(self, name: str, requesters: list[_Pending], failure: tuple[str, str] | None) -> None:
+        acks: list = []
+        for r in requesters:
+            req = r.request
+            if failure is not None:
+                reply = Reply.failure(req.id, *failure)
+            elif req.op == "create":
+                reply = Reply.success(req.id, stream=name, created=True,
+                                      config=config_dict(self.streams[name].config))
+            elif self._stop.is_set():
+                reply = Reply.failure(req.id, P.SHUTTING_DOWN, "the server is stopping; publish again once it is back")
+            else:
+                reply = self._publish(r, self.streams[name], acks)
+            if reply is not None:
+                self._reply(r.identity, reply, req.op, r.t0)
+        if acks:
+            self._commit(acks)
 
     def _create_streams(self) -> None:
         """The creating thread: a stream's folder, its description, its first log segment and their fsyncs."""
@@ -582,7 +602,8 @@ class Server:
                 elif kind == "created":
                     self._created(*detail)
             except Exception:  # a fault of ours in the bookkeeping: log it, keep serving
-                log.exception("handling a %s report failed (stream %s)", kind, getattr(stream, "name", "-"))
+                name = getattr(stream, "name", None) or (detail[0] if kind == "created" else "-")
+                log.exception("handling a %s report failed (stream %s)", kind, name)
 
     def _publish_event(self, stream: Stream, symbols: int, bits: float) -> None:
         view = stream.view
@@ -726,6 +747,7 @@ class Server:
     def _release(self) -> None:
         """Stop the threads and free whatever :meth:`start` opened, in order: the workers and the sync
         thread finish, their last reports are taken, the logs are synced and closed, the sockets go."""
+        self._stop.set()  # a report taken below answers rather than starts work (as after a stop request)
         for _ in self._workers:
             self._ready.put(None)
         self._sync_jobs.put(None)

@@ -307,8 +307,17 @@ class Stream:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        wal.fsync_path(streams_dir)
-        return cls(name, directory, learner, 0, created=created, fsync=fsync)
+        try:
+            wal.fsync_path(streams_dir)
+            return cls(name, directory, learner, 0, created=created, fsync=fsync)
+        except BaseException:  # (its first log segment, say): no folder may claim a name nobody was given
+            aside = streams_dir / f".new-{name}-{uuid.uuid4().hex}"
+            try:
+                os.rename(directory, aside)
+            except OSError:
+                aside = directory
+            shutil.rmtree(aside, ignore_errors=True)
+            raise
 
     @classmethod
     def open(cls, directory: Path, *, fsync: bool) -> "Stream":

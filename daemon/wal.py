@@ -111,14 +111,18 @@ class WriteAheadLog:
                 self._fd = -1
         path = self.directory / segment_name(self.position)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-        size = os.fstat(fd).st_size
-        if size < _HEAD.size:  # new (or created by a crash before its header was written)
-            os.ftruncate(fd, 0)
-            write_all(fd, _HEAD.pack(MAGIC, VERSION, self.itemsize), 0)
-            size = _HEAD.size
-            if self.fsync_enabled:
-                os.fsync(fd)
-                fsync_path(self.directory)
+        try:
+            size = os.fstat(fd).st_size
+            if size < _HEAD.size:  # new (or created by a crash before its header was written)
+                os.ftruncate(fd, 0)
+                write_all(fd, _HEAD.pack(MAGIC, VERSION, self.itemsize), 0)
+                size = _HEAD.size
+                if self.fsync_enabled:
+                    os.fsync(fd)
+                    fsync_path(self.directory)
+        except BaseException:
+            os.close(fd)
+            raise
         self._fd, self._size = fd, size
 
     def append(self, symbols: np.ndarray) -> int:

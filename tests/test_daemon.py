@@ -639,20 +639,44 @@ def test_max_state_bytes_refuses_a_stream_and_leaves_nothing(tmp_path):
         call.close()
 
 
-def test_a_create_that_fails_on_disk_is_answered_and_frees_the_name(tmp_path, monkeypatch):
-    create = streams_module.Stream.create.__func__
+@pytest.mark.parametrize("where", ["before the folder is in place", "in its first log segment"])
+def test_a_create_that_fails_on_disk_is_answered_and_frees_the_name(tmp_path, monkeypatch, where):
     failures = [OSError(28, "No space left on device")]
+    if where == "before the folder is in place":
+        target, name = streams_module.Stream, "create"
+        original = streams_module.Stream.create.__func__
 
-    def flaky(cls, *args, **kwargs):
-        if failures:
-            raise failures.pop()
-        return create(cls, *args, **kwargs)
+        def flaky(cls, *args, **kwargs):
+            if failures:
+                raise failures.pop()
+            return original(cls, *args, **kwargs)
+        flaky = classmethod(flaky)
+    else:
+        target, name = streams_module.wal.WriteAheadLog, "_open_segment"
+        original = streams_module.wal.WriteAheadLog._open_segment
 
-    monkeypatch.setattr(streams_module.Stream, "create", classmethod(flaky))
+        def flaky(self):
+            if failures:
+                raise failures.pop()
+            return original(self)
+    monkeypatch.setattr(target, name, flaky)
     with ThreadServer(tmp_path / "state") as srv:
         call = Caller(srv.api)
         reply = call("create", stream="s", config=SMALL_BYTES)
         assert reply.code == P.INTERNAL and "No space left" in reply.message
         assert call("predict", stream="s").code == P.NO_SUCH_STREAM
+        assert not list((tmp_path / "state" / "streams").iterdir())  # nothing claims the name, now or at restart
         assert call.ok("create", stream="s", config=SMALL_BYTES)["created"] is True
+        call.close()
+
+
+def test_a_publish_that_creates_its_stream_is_answered_once_the_stream_is_there(tmp_path):
+    size = OnlineLearner(make_config("bytes", {})).state_bytes
+    with ThreadServer(tmp_path / "state", max_state_bytes=size * 3 // 2) as srv:
+        call = Caller(srv.api)
+        assert call.ok("publish", stream="new", symbols=b"abc", create=True)["position"] == 3
+        reply = call("publish", stream="over", symbols=b"abc", create=True)  # a second byte model is too much
+        assert reply.code == P.LIMIT and "max_state_bytes" in reply.message
+        assert call.ok("predict", stream="new", min_position=3, wait_ms=30000)["position"] == 3
+        assert call.ok("stats")["streams"] == ["new"]
         call.close()
