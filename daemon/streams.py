@@ -280,10 +280,14 @@ class Stream:
         if self.faulted:
             raise RuntimeError(f"stream {self.name!r} is not snapshotted: {self.broken}")
         path = self.directory / "snapshot"
-        # the long part, outside the lock; the learner's arrays go to the file as they are, without the GIL
-        tmp = _write_durably(path.with_name("snapshot.tmp"), head, *self.learner.snapshot_parts())
+        # The long part, outside the lock; the learner's arrays go to the file as they are, without the GIL.
+        # A name of its own: should the stream be dropped and its name created again meanwhile, this file
+        # lands in the new stream's folder, where it must not meet that stream's own snapshot being written.
+        tmp = _write_durably(path.with_name(f"snapshot.{uuid.uuid4().hex}.tmp"), head,
+                             *self.learner.snapshot_parts())
         with self.io_lock:
             if self.dropped:
+                tmp.unlink(missing_ok=True)
                 raise Dropped(self.name)
             os.replace(tmp, path)
             wal.fsync_path(path.parent)
@@ -322,6 +326,8 @@ class Stream:
     @classmethod
     def open(cls, directory: Path, *, fsync: bool) -> "Stream":
         """Restore a stream: its snapshot, then the batches its log holds after it (same bits as before)."""
+        for leftover in directory.glob("snapshot.*.tmp"):  # a snapshot a crash or a drop cut short
+            leftover.unlink(missing_ok=True)
         meta = json.loads((directory / "stream.json").read_text())
         config = OnlineConfig(**meta["config"])
         position, code_bits, recent, learner = 0, 0.0, None, None

@@ -680,3 +680,20 @@ def test_a_publish_that_creates_its_stream_is_answered_once_the_stream_is_there(
         assert call.ok("predict", stream="new", min_position=3, wait_ms=30000)["position"] == 3
         assert call.ok("stats")["streams"] == ["new"]
         call.close()
+
+
+def test_a_restart_clears_snapshots_cut_short(tmp_path):
+    """Each snapshot is written under a name of its own, then renamed: one a crash cut short is swept at start."""
+    with ThreadServer(tmp_path / "state") as srv:
+        call = Caller(srv.api)
+        call.ok("create", stream="s", config=SMALL_BYTES)
+        call.ok("publish", stream="s", symbols=b"abcabc")
+        call.ok("predict", stream="s", min_position=6, wait_ms=30000)
+        call.close()
+    folder = tmp_path / "state" / "streams" / "s"
+    (folder / "snapshot.0123abcd.tmp").write_bytes(b"half a snapshot")
+    with ThreadServer(tmp_path / "state") as srv:
+        call = Caller(srv.api)
+        assert call.ok("stats", stream="s")["position"] == 6
+        call.close()
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith("snapshot")) == ["snapshot"]
