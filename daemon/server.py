@@ -657,15 +657,16 @@ class Server:
                 self._snapshot(stream, None)
 
     def _stagger(self, stream: Stream) -> None:
-        """Start the stream's snapshot clock at a phase of its own in the interval, from its name.
+        """Delay the stream's first periodic snapshot by a phase of its own in the interval, from its name.
 
         Streams created or restored together would otherwise fall due
         together, every ``snapshot_interval_seconds``, and write their
         snapshots (tens of megabytes each) in one burst that delays answers
-        (``bench/snapshots.py``); spread over the interval, they come one at a time.
+        (``bench/snapshots.py``); spread over the interval, they come one at a
+        time.  Delayed, never advanced: no stream is snapshotted more often.
         """
         phase = zlib.crc32(stream.name.encode()) / 2**32
-        stream.snapshot_time -= phase * self.config.snapshot_interval_seconds
+        stream.snapshot_time += phase * self.config.snapshot_interval_seconds
 
     def _snapshot_done(self, stream: Stream, requesters: list[_Pending], result, current: bool) -> None:
         if not current:
