@@ -33,6 +33,7 @@ from prometheus_client import CollectorRegistry
 
 from ..clients import protocol as P
 from ..clients.protocol import Reply, Request
+from . import wal
 from .config import ServeConfig
 from .metrics import Telemetry, start_metrics_server
 from .streams import Stream, config_dict, make_config
@@ -83,9 +84,9 @@ class Server:
         self._workers: list[threading.Thread] = []
         self._sync_jobs: queue.SimpleQueue = queue.SimpleQueue()  # acknowledgements waiting for an fsync
         self._syncing = 0  # sync jobs under way
-        self._create_jobs: queue.SimpleQueue = queue.SimpleQueue()  # streams to create, for the creating thread
+        self._name_jobs: queue.SimpleQueue = queue.SimpleQueue()  # creations and drops, for the namespace thread
         self._creating: dict[str, list[_Pending]] = {}  # names being created -> the create requests to answer
-        self._creator: threading.Thread | None = None
+        self._namer: threading.Thread | None = None
         self._ctx = zmq.Context()
         self._auth = None
         self._metrics_http = None
@@ -130,8 +131,8 @@ class Server:
             self._workers.append(t)
         self._syncer = threading.Thread(target=self._sync, name="seqd-sync", daemon=True)
         self._syncer.start()
-        self._creator = threading.Thread(target=self._create_streams, name="seqd-create", daemon=True)
-        self._creator.start()
+        self._namer = threading.Thread(target=self._namespace, name="seqd-namespace", daemon=True)
+        self._namer.start()
         if self.config.metrics_port:
             try:
                 self._metrics_http = start_metrics_server(self.registry, self.config.metrics_host,
@@ -362,7 +363,7 @@ class Server:
             self._snapshot(stream, pending)
             return None
         if req.op == "drop":
-            return self._drop(req, stream)
+            return self._drop(pending, stream)
         raise P.ProtocolError(P.UNKNOWN_OP, f"unknown operation {req.op!r}")  # unreachable: Request checks
 
     def _stream(self, name: str) -> Stream:
@@ -376,7 +377,7 @@ class Server:
         return stream
 
     def _create(self, req: Request, pending: _Pending) -> Reply | None:
-        """Check a create and hand it to the creating thread: its files and fsyncs never hold up this loop.
+        """Check a create and hand it to the namespace thread: its files and fsyncs never hold up this loop.
 
         ``pending`` (the create, or a publish with ``create``) is answered
         when the stream is in place, or with why it is not (:meth:`_created`);
@@ -402,11 +403,11 @@ class Server:
         if len(self.streams) + len(self._creating) >= self.config.max_streams:
             return Reply.failure(req.id, P.LIMIT, f"this server holds at most {self.config.max_streams} streams")
         self._creating[name] = [pending]
-        self._create_jobs.put((name, config))
+        self._name_jobs.put(("create", name, config))
         return None
 
     def _created(self, name: str, result) -> None:
-        """The creating thread's report: register the stream and answer its requests (a publish with
+        """The namespace thread's report on a create: register the stream and answer its requests (a publish with
         ``create`` is published now), or answer why there is no stream."""
         requesters = self._creating.pop(name)
         failure = None
@@ -452,18 +453,25 @@ class Server:
         if acks:
             self._commit(acks)
 
-    def _create_streams(self) -> None:
-        """The creating thread: a stream's folder, its description, its first log segment and their fsyncs."""
+    def _namespace(self) -> None:
+        """The namespace thread: the disk work of creating a stream (its folder, description, first log
+        segment and their fsyncs) and of making a drop durable, in the order asked, off the I/O loop."""
         wake = self._ctx.socket(zmq.PUSH)
         wake.connect("inproc://seqd-wake")
+        streams_dir = self.state_dir / "streams"
         try:
-            while (job := self._create_jobs.get()) is not None:
-                name, config = job
+            while (job := self._name_jobs.get()) is not None:
+                kind, name, detail = job
                 try:
-                    result = Stream.create(name, self.state_dir / "streams", config, fsync=self.config.fsync)
-                except Exception as exc:  # disk full, say: reported to the requester, nothing registered
+                    if kind == "create":
+                        result = Stream.create(name, streams_dir, detail, fsync=self.config.fsync)
+                    else:  # "drop": the rename that took the folder away survives a power loss from now on
+                        if self.config.fsync:
+                            wal.fsync_path(streams_dir)
+                        result = None
+                except Exception as exc:  # disk full, say: reported to the requester
                     result = exc
-                self._outbox.put(("created", None, (name, result)))
+                self._outbox.put(("created" if kind == "create" else "dropped", None, (name, detail, result)))
                 _poke(wake)
         finally:
             wake.close(linger=0)
@@ -510,7 +518,9 @@ class Server:
             result["distribution"] = view.distribution()
         return Reply.success(req.id, **result)
 
-    def _drop(self, req: Request, stream: Stream) -> Reply:
+    def _drop(self, pending: _Pending, stream: Stream) -> None:
+        """Move the stream's folder to the trash (a worker deletes it) and forget the stream; the drop is
+        answered once the namespace thread has made the move durable (:meth:`_dropped`)."""
         trash = self.state_dir / "trash" / f"{stream.name}.{uuid.uuid4().hex}"
         trash.parent.mkdir(exist_ok=True)
         with stream.io_lock:  # not while a worker writes its snapshot: after this, it writes none
@@ -531,7 +541,18 @@ class Server:
                 self._reply(waiter.identity, Reply.failure(waiter.request.id, P.NO_SUCH_STREAM, gone), "predict",
                             waiter.t0)
         log.info("stream %s dropped", stream.name)
-        return Reply.success(req.id, stream=stream.name, dropped=True)
+        self._name_jobs.put(("drop", stream.name, pending))
+        return None
+
+    def _dropped(self, name: str, pending: _Pending, result) -> None:
+        if isinstance(result, Exception):
+            log.error("stream %s: its drop may not survive a power loss: %s", name, result)
+            reply = Reply.failure(pending.request.id, P.INTERNAL, f"stream {name!r} was dropped, but the folder's "
+                                  f"removal could not be synced ({type(result).__name__}: {result}); after a power "
+                                  "loss it may come back")
+        else:
+            reply = Reply.success(pending.request.id, stream=name, dropped=True)
+        self._reply(pending.identity, reply, "drop", pending.t0)
 
     def _snapshot(self, stream: Stream, requester: _Pending | None) -> None:
         if stream.request_snapshot(requester):
@@ -600,7 +621,9 @@ class Server:
                     self._syncing -= 1
                     self._acknowledge(*detail)
                 elif kind == "created":
-                    self._created(*detail)
+                    self._created(detail[0], detail[2])
+                elif kind == "dropped":
+                    self._dropped(*detail)
             except Exception:  # a fault of ours in the bookkeeping: log it, keep serving
                 name = getattr(stream, "name", None) or (detail[0] if kind == "created" else "-")
                 log.exception("handling a %s report failed (stream %s)", kind, name)
@@ -752,8 +775,8 @@ class Server:
         for _ in self._workers:
             self._ready.put(None)
         self._sync_jobs.put(None)
-        self._create_jobs.put(None)
-        for t in self._workers + [t for t in (self._syncer, self._creator) if t is not None]:
+        self._name_jobs.put(None)
+        for t in self._workers + [t for t in (self._syncer, self._namer) if t is not None]:
             t.join()
         self._take_reports()
         for stream in self.streams.values():

@@ -697,3 +697,29 @@ def test_a_restart_clears_snapshots_cut_short(tmp_path):
         assert call.ok("stats", stream="s")["position"] == 6
         call.close()
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith("snapshot")) == ["snapshot"]
+
+
+def test_a_drop_is_answered_once_it_survives_a_power_loss(tmp_path, monkeypatch):
+    """The folder's move to the trash is made durable (an fsync of the streams' folder, off the I/O loop)
+    before the drop is answered; if that fails, the answer says so."""
+    synced, fail = [], []
+    real = streams_module.wal.fsync_path
+
+    def fsync_path(path):
+        if fail and Path(path).name == "streams":
+            raise OSError(5, "Input/output error")
+        synced.append(Path(path).name)
+        real(path)
+    monkeypatch.setattr(streams_module.wal, "fsync_path", fsync_path)
+    with ThreadServer(tmp_path / "state") as srv:
+        call = Caller(srv.api)
+        for name in ("a", "b"):
+            call.ok("create", stream=name, config=SMALL_BYTES)
+        synced.clear()
+        assert call.ok("drop", stream="a")["dropped"] is True
+        assert "streams" in synced
+        fail.append(True)
+        reply = call("drop", stream="b")
+        assert reply.code == P.INTERNAL and "may come back" in reply.message
+        assert call.ok("stats")["streams"] == []
+        call.close()
