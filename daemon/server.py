@@ -527,7 +527,10 @@ class Server:
             os.replace(stream.directory, trash)
             schedule, orphans = stream.drop(trash)
         del self.streams[stream.name]
-        stream.log.close()
+        try:
+            stream.log.close()
+        except OSError as exc:  # a log whose fsync failed (a broken stream): dropped all the same
+            log.warning("stream %s: closing its log while dropping it: %s", stream.name, exc)
         if schedule:
             self._ready.put(stream)
         gone = f"stream {stream.name!r} was dropped"
@@ -625,7 +628,7 @@ class Server:
                 elif kind == "dropped":
                     self._dropped(*detail)
             except Exception:  # a fault of ours in the bookkeeping: log it, keep serving
-                name = getattr(stream, "name", None) or (detail[0] if kind == "created" else "-")
+                name = getattr(stream, "name", None) or (detail[0] if kind in ("created", "dropped") else "-")
                 log.exception("handling a %s report failed (stream %s)", kind, name)
 
     def _publish_event(self, stream: Stream, symbols: int, bits: float) -> None:

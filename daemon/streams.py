@@ -326,8 +326,8 @@ class Stream:
     @classmethod
     def open(cls, directory: Path, *, fsync: bool) -> "Stream":
         """Restore a stream: its snapshot, then the batches its log holds after it (same bits as before)."""
-        for leftover in directory.glob("snapshot.*.tmp"):  # a snapshot a crash or a drop cut short
-            leftover.unlink(missing_ok=True)
+        for leftover in [*directory.glob("snapshot.*.tmp"), directory / "snapshot.tmp"]:  # cut short by a crash
+            leftover.unlink(missing_ok=True)  # or a drop (``snapshot.tmp``: the name earlier versions used)
         meta = json.loads((directory / "stream.json").read_text())
         config = OnlineConfig(**meta["config"])
         position, code_bits, recent, learner = 0, 0.0, None, None

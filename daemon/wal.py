@@ -180,11 +180,15 @@ class WriteAheadLog:
                 path.unlink(missing_ok=True)
 
     def close(self) -> None:
+        """Sync what was appended, then close; the descriptor is closed even when the sync fails (and
+        that failure is raised)."""
         if self._fd >= 0:
-            self.sync()
-            with self._lock:
-                os.close(self._fd)
-                self._fd = -1
+            try:
+                self.sync()
+            finally:
+                with self._lock:
+                    os.close(self._fd)
+                    self._fd = -1
 
 
 def write_all(fd: int, data, offset: int) -> int:

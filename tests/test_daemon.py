@@ -588,7 +588,7 @@ def test_periodic_snapshots_come_on_time_and_spread_over_the_interval(tmp_path):
 
 @pytest.fixture
 def held_creates(monkeypatch):
-    """Stream creation (files and fsyncs, in the creating thread) waits for ``held_creates.set()``."""
+    """Stream creation (files and fsyncs, in the namespace thread) waits for ``held_creates.set()``."""
     opened = threading.Event()
     create = streams_module.Stream.create.__func__
 
@@ -722,4 +722,18 @@ def test_a_drop_is_answered_once_it_survives_a_power_loss(tmp_path, monkeypatch)
         reply = call("drop", stream="b")
         assert reply.code == P.INTERNAL and "may come back" in reply.message
         assert call.ok("stats")["streams"] == []
+        call.close()
+
+
+def test_a_stream_whose_log_failed_can_be_dropped(tmp_path, monkeypatch):
+    """A failed fsync leaves the log raising on every later sync; dropping that stream still works whole."""
+    with ThreadServer(tmp_path / "state") as srv:
+        call = Caller(srv.api)
+        call.ok("create", stream="bad", config=SMALL_BYTES)
+        call.ok("create", stream="good", config=SMALL_BYTES)
+        stream = srv.server.streams["bad"]
+        stream.log._sync_error = OSError(5, "Input/output error")  # as after a failed fsync
+        assert call.ok("drop", stream="bad")["dropped"] is True
+        assert call.ok("stats")["streams"] == ["good"]
+        assert stream.log._fd == -1  # its descriptor closed all the same
         call.close()
