@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import shlex
 import shutil
 import subprocess
 import sys
@@ -34,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, machine, write_section  # noqa: E402
+from common import ROOT, command_line, machine, report  # noqa: E402
 from seqd.core.jit import kernel  # noqa: E402
 
 PEERS: tuple[str, ...] = ("gzip-9", "bzip2-9", "xz-9e", "zstd-19", "ppmd-o16", "kt-o3")
@@ -209,11 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     if not files:
         print(f"No logs to measure: {LOGS} is absent or holds no *.log file; nothing to do.")
         return 0
-    command = "python bench/baselines.py " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
-    text = f"Command: `{command.strip()}`  \nMachine: {machine()}\n\n{markdown(table(files))}\n"
-    print(text)
-    if args.write:
-        write_section("log_baselines", text)
+    text = f"Command: `{command_line('baselines.py', argv)}`  \nMachine: {machine()}\n\n{markdown(table(files))}\n"
+    report("log_baselines", text, args.write)
     return 0
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -69,3 +70,17 @@ def write_section(name: str, body: str, path: Path = BENCHMARKS_MD) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text)
     tmp.replace(path)
+
+
+def command_line(script: str, argv: list[str] | None = None) -> str:
+    """How a benchmark was run, for its table: ``python bench/<script>`` and its arguments, shell-quoted,
+    without ``--no-write`` (such a run prints its table and writes nothing)."""
+    args = sys.argv[1:] if argv is None else argv
+    return " ".join(["python", f"bench/{script}", *(shlex.quote(a) for a in args if a != "--no-write")])
+
+
+def report(section: str, text: str, write: bool) -> None:
+    """Print a benchmark's table; with ``write``, also put it into docs/benchmarks.md as ``section``."""
+    print(text)
+    if write:
+        write_section(section, text)

@@ -16,14 +16,13 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import shlex
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baselines import PEERS, log_files, table, weighted_mean  # noqa: E402
-from common import machine, write_section  # noqa: E402
+from common import command_line, machine, report  # noqa: E402
 from online import LSTM_COMPRESS  # noqa: E402
 
 from seqd.core import container  # noqa: E402
@@ -128,12 +127,10 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--no-write", action="store_true")
     args = p.parse_args()
-    command = "python bench/compress.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     body = run()
-    text = f"Command: `{command.strip()}`  \nMachine: {machine()}  \nModel: `{container.default_config()}`\n\n{body}\n"
-    print(text)
-    if not args.no_write:
-        write_section("compress_logs", text)
+    text = (f"Command: `{command_line('compress.py')}`  \nMachine: {machine()}  \n"
+            f"Model: `{container.default_config()}`\n\n{body}\n")
+    report("compress_logs", text, not args.no_write)
     return 0
 
 

@@ -37,7 +37,6 @@ import argparse
 import itertools
 import multiprocessing
 import os
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -49,7 +48,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baselines import log_files  # noqa: E402
-from common import machine, write_section  # noqa: E402
+from common import command_line, machine, report  # noqa: E402
 
 from seqd.clients.client import Client  # noqa: E402
 from seqd.core.online import OnlineConfig, OnlineLearner  # noqa: E402
@@ -309,9 +308,8 @@ def main(argv=None) -> int:
     order = np.argsort(ratios)
     median = int(order[len(order) // 2])
     (ref, ref_cpu), run, ratio = refs[median], runs[median], ratios[median]
-    cmd = "python bench/load.py" + "".join(f" {a}" for a in shlex.split(" ".join(sys.argv[1:])) if a != "--no-write")
     body = "\n".join([
-        f"Command: `{cmd}`  ",
+        f"Command: `{command_line('load.py')}`  ",
         f"Machine: {machine()}",
         "",
         f"{len(streams)} streams (the first {args.bytes:,} bytes of {len(streams)} logs), batches of {args.batch} "
@@ -352,9 +350,7 @@ def main(argv=None) -> int:
             + ", ".join(f"{f['p99']:.2f} ms" for f in floors) + ". The daemon over the floor, per round: "
             + ", ".join(f"{r / fr:.1%}" for r, fr in zip(ratios, floor_ratios)) + ".",
         ])
-    print(body)
-    if not args.no_write:
-        write_section("daemon_load", body)
+    report("daemon_load", body, not args.no_write)
     return 0
 
 

@@ -14,7 +14,6 @@ for the logs, ``OnlineConfig()`` (seed 000's GLNN alone) for the tasks.
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 import time
 from dataclasses import replace
@@ -24,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baselines import PEERS, log_files, table, weighted_mean  # noqa: E402
-from common import machine, write_section  # noqa: E402
+from common import command_line, machine, report  # noqa: E402
 
 from seqd.core import tasks  # noqa: E402
 from seqd.core.online import OnlineConfig, OnlineLearner  # noqa: E402
@@ -288,13 +287,10 @@ def main() -> int:
     p.add_argument("what", choices=("logs", "ablations", "scales", "tasks", "cost"))
     p.add_argument("--no-write", action="store_true")
     args = p.parse_args()
-    command = "python bench/online.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     body = {"logs": logs, "ablations": ablations, "scales": scales, "tasks": tasks_table, "cost": cost}[args.what](args)
     config = OnlineConfig() if args.what in ("tasks", "cost") else BYTES
-    text = f"Command: `{command.strip()}`  \nMachine: {machine()}  \nConfiguration: `{config}`\n\n{body}\n"
-    print(text)
-    if not args.no_write:
-        write_section(f"online_{args.what}", text)
+    text = f"Command: `{command_line('online.py')}`  \nMachine: {machine()}  \nConfiguration: `{config}`\n\n{body}\n"
+    report(f"online_{args.what}", text, not args.no_write)
     return 0
 
 

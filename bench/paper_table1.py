@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine, run_all, write_section  # noqa: E402
+from common import command_line, machine, report, run_all  # noqa: E402
 
 PAPER_BUDGET = {"alphabet": 1800.0, "music": 600.0, "anbn": 600.0}
 PAPER = {  # seed 000, Table 1 (bits)
@@ -136,13 +135,10 @@ def main() -> int:
     p.add_argument("--section", help="name of the docs/benchmarks.md section to write (default from the mode)")
     p.add_argument("--no-write", action="store_true", help="print the table without touching docs/benchmarks.md")
     args = p.parse_args()
-    command = "python bench/paper_table1.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     body = xor(args) if args.xor else table1(args)
     section = args.section or ("paper_xor" if args.xor else ("paper_table1" if args.budget_scale == 1.0 else "paper_table1_quick"))
-    text = f"Command: `{command.strip()}`  \nMachine: {machine()}\n\n{body}\n"
-    print(text)
-    if not args.no_write:
-        write_section(section, text)
+    text = f"Command: `{command_line('paper_table1.py')}`  \nMachine: {machine()}\n\n{body}\n"
+    report(section, text, not args.no_write)
     return 0
 
 

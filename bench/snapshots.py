@@ -20,7 +20,6 @@ bounded: every wait has a timeout.
 from __future__ import annotations
 
 import argparse
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baselines import log_files  # noqa: E402
-from common import machine, write_section  # noqa: E402
+from common import command_line, machine, report  # noqa: E402
 from load import Background, _querier, free_port  # noqa: E402
 
 from seqd.clients.client import Client  # noqa: E402
@@ -110,10 +109,8 @@ def main(argv=None) -> int:
         return (f"| {what} | {len(lat):,} | {p50:.3f} | {p99:.3f} | {p999:.2f} | {lat.max():.2f} | "
                 f"{(lat > 2).mean():.2%} |")
 
-    cmd = "python bench/snapshots.py" + "".join(f" {a}" for a in shlex.split(" ".join(sys.argv[1:]))
-                                               if a != "--no-write")
     body = "\n".join([
-        f"Command: `{cmd}`  ",
+        f"Command: `{command_line('snapshots.py')}`  ",
         f"Machine: {machine()}",
         "",
         f"{len(streams)} streams of {r['state_bytes'] / 2**20:.1f} MiB of learner state each (default byte-stream "
@@ -127,9 +124,7 @@ def main(argv=None) -> int:
         f"Writing the {len(streams)} snapshots took " + ", ".join(f"{s:.2f} s" for s in r["seconds"])
         + " in the rounds.",
     ])
-    print(body)
-    if not args.no_write:
-        write_section("snapshot_stall", body)
+    report("snapshot_stall", body, not args.no_write)
     return 0
 
 

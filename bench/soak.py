@@ -14,7 +14,6 @@ size of its files after a snapshot.  Bounded: ``--mib`` MiB, then it stops.
 from __future__ import annotations
 
 import argparse
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -23,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baselines import log_files  # noqa: E402
-from common import machine, write_section  # noqa: E402
+from common import command_line, machine, report  # noqa: E402
 from load import free_port  # noqa: E402
 
 from seqd.clients.client import Client  # noqa: E402
@@ -82,8 +81,7 @@ def main(argv=None) -> int:
         finally:
             proc.terminate()
             proc.wait(120)
-    cmd = "python bench/soak.py" + "".join(f" {shlex.quote(a)}" for a in (argv or sys.argv[1:]) if a != "--no-write")
-    lines = [f"Command: `{cmd}`  ", f"Machine: {machine()}", "",
+    lines = [f"Command: `{command_line('soak.py', argv)}`  ", f"Machine: {machine()}", "",
              f"One stream, the logs back to back ({len(corpus):,} bytes) over and over, batches of {BATCH} bytes, "
              "each followed by a predict that waits for it; after each MiB a snapshot is requested.", "",
              "| MiB streamed | daemon resident memory (MiB) | bytes/s over that MiB | recent bits/byte | "
@@ -92,9 +90,7 @@ def main(argv=None) -> int:
         lines.append(f"| {r['mib']} | {r['rss'] / MIB:.1f} | {r['rate']:,.0f} | {r['recent']:.3f} | "
                      f"{r['files'] / MIB:.1f} |")
     body = "\n".join(lines)
-    print(body)
-    if not args.no_write:
-        write_section("daemon_soak", body)
+    report("daemon_soak", body, not args.no_write)
     return 0
 
 
