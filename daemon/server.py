@@ -85,7 +85,7 @@ class Server:
         self._sync_jobs: queue.SimpleQueue = queue.SimpleQueue()  # acknowledgements waiting for an fsync
         self._syncing = 0  # sync jobs under way
         self._name_jobs: queue.SimpleQueue = queue.SimpleQueue()  # creations and drops, for the namespace thread
-        self._creating: dict[str, list[_Pending]] = {}  # names being created -> the create requests to answer
+        self._creating: dict[str, _Pending] = {}  # names being created -> the request to answer (others: busy)
         self._namer: threading.Thread | None = None
         self._ctx = zmq.Context()
         self._auth = None
@@ -402,14 +402,14 @@ class Server:
                                  (" with another configuration" if req.exist_ok else ""))
         if len(self.streams) + len(self._creating) >= self.config.max_streams:
             return Reply.failure(req.id, P.LIMIT, f"this server holds at most {self.config.max_streams} streams")
-        self._creating[name] = [pending]
+        self._creating[name] = pending
         self._name_jobs.put(("create", name, config))
         return None
 
     def _created(self, name: str, result) -> None:
-        """The namespace thread's report on a create: register the stream and answer its requests (a publish with
-        ``create`` is published now), or answer why there is no stream."""
-        requesters = self._creating.pop(name)
+        """The namespace thread's report on a create: register the stream and answer the request (a publish
+        with ``create`` is published now), or answer why there is no stream."""
+        pending = self._creating.pop(name)
         failure = None
         try:
             if isinstance(result, Exception):
@@ -433,23 +433,20 @@ class Server:
             log.exception("stream %s: registering it failed", name)
             failure = failure or (P.INTERNAL, f"{type(exc).__name__}: {exc}")
         finally:
-            self._answer_created(name, requesters, failure)
+            self._answer_created(name, pending, failure)
 
-    def _answer_created(self, name: str, requesters: list[_Pending], failure: tuple[str, str] | None) -> None:
-        acks: list = []
-        for r in requesters:
-            req = r.request
-            if failure is not None:
-                reply = Reply.failure(req.id, *failure)
-            elif req.op == "create":
-                reply = Reply.success(req.id, stream=name, created=True,
-                                      config=config_dict(self.streams[name].config))
-            elif self._stop.is_set():
-                reply = Reply.failure(req.id, P.SHUTTING_DOWN, "the server is stopping; publish again once it is back")
-            else:
-                reply = self._publish(r, self.streams[name], acks)
-            if reply is not None:
-                self._reply(r.identity, reply, req.op, r.t0)
+    def _answer_created(self, name: str, pending: _Pending, failure: tuple[str, str] | None) -> None:
+        req, acks = pending.request, []
+        if failure is not None:
+            reply = Reply.failure(req.id, *failure)
+        elif req.op == "create":
+            reply = Reply.success(req.id, stream=name, created=True, config=config_dict(self.streams[name].config))
+        elif self._stop.is_set():
+            reply = Reply.failure(req.id, P.SHUTTING_DOWN, "the server is stopping; publish again once it is back")
+        else:
+            reply = self._publish(pending, self.streams[name], acks)
+        if reply is not None:
+            self._reply(pending.identity, reply, req.op, pending.t0)
         if acks:
             self._commit(acks)
 
