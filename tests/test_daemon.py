@@ -737,3 +737,36 @@ def test_a_stream_whose_log_failed_can_be_dropped(tmp_path, monkeypatch):
         assert call.ok("stats")["streams"] == ["good"]
         assert stream.log._fd == -1  # its descriptor closed all the same
         call.close()
+
+
+def test_a_version_1_snapshot_is_still_read(tmp_path):
+    """Version 2 keeps the recent code lengths as raw float64 (version 1 had them as JSON numbers, slow to
+    write with the GIL held); a daemon restores either, to the same statistics."""
+    import json
+    import struct
+    import zlib
+    with ThreadServer(tmp_path / "state") as srv:
+        call = Caller(srv.api)
+        call.ok("create", stream="s", config=SMALL_BYTES)
+        call.ok("publish", stream="s", symbols=text(3000))
+        call.ok("predict", stream="s", min_position=3000, wait_ms=30000)
+        before = call.ok("stats", stream="s")
+        call.close()
+    snap = tmp_path / "state" / "streams" / "s" / "snapshot"
+    data = snap.read_bytes()
+    head = struct.Struct("<8sQII")
+    magic, position, size, _ = head.unpack_from(data)
+    assert magic == b"SEQDSNP\x02"
+    stats = data[head.size:head.size + size]
+    (n,) = struct.unpack_from("<I", stats)
+    info = json.loads(stats[4:4 + n])
+    recent = np.frombuffer(stats, dtype="<f8", offset=4 + n)
+    v1 = json.dumps({"code_bits": info["code_bits"], "recent": recent.tolist()}).encode()
+    snap.write_bytes(head.pack(b"SEQDSNP\x01", position, len(v1), zlib.crc32(v1, position)) + v1
+                     + data[head.size + size:])
+    with ThreadServer(tmp_path / "state") as srv:
+        call = Caller(srv.api)
+        after = call.ok("stats", stream="s")
+        call.close()
+    for key in ("position", "bits_per_symbol", "recent_bits_per_symbol", "code_bits"):
+        assert after[key] == before[key], key
