@@ -342,9 +342,12 @@ class Stream:
                 raise ValueError(f"{snap}: cut short")
             magic, position, size, crc = _SNAP_HEAD.unpack_from(data)
             end = _SNAP_HEAD.size + size
+            if magic[:7] == SNAPSHOT_MAGIC[:7] and magic not in (SNAPSHOT_MAGIC, SNAPSHOT_MAGIC_V1):
+                raise ValueError(f"{snap}: a stream snapshot of version {magic[7]}; this daemon reads versions "
+                                 f"{SNAPSHOT_MAGIC_V1[7]} and {SNAPSHOT_MAGIC[7]}")
             if (magic not in (SNAPSHOT_MAGIC, SNAPSHOT_MAGIC_V1) or len(data) < end
                     or zlib.crc32(data[_SNAP_HEAD.size:end], position) != crc):
-                raise ValueError(f"{snap}: not a seqd stream snapshot of a version this daemon reads, or damaged")
+                raise ValueError(f"{snap}: not a seqd stream snapshot, or damaged")
             code_bits, recent = _read_statistics(magic, data[_SNAP_HEAD.size:end], snap)
             learner = OnlineLearner.from_bytes(data[end:])
             if learner.config != config:
@@ -371,12 +374,15 @@ def _read_statistics(magic: bytes, stats: bytes, snap: Path) -> tuple[float, np.
     try:
         if magic == SNAPSHOT_MAGIC_V1:
             info = json.loads(stats)
-            return float(info["code_bits"]), np.asarray(info["recent"], dtype=np.float64)
-        (n,) = _STATS_HEAD.unpack_from(stats)
-        info = json.loads(stats[_STATS_HEAD.size:_STATS_HEAD.size + n])
-        recent = np.frombuffer(stats, dtype="<f8", offset=_STATS_HEAD.size + n).astype(np.float64)
-        if len(recent) != info["recent"]:
-            raise ValueError(f"{len(recent)} recent code lengths, the header says {info['recent']}")
+            recent = np.asarray(info["recent"], dtype=np.float64)
+        else:
+            (n,) = _STATS_HEAD.unpack_from(stats)
+            info = json.loads(stats[_STATS_HEAD.size:_STATS_HEAD.size + n])
+            recent = np.frombuffer(stats, dtype="<f8", offset=_STATS_HEAD.size + n).astype(np.float64)
+            if len(recent) != info["recent"]:
+                raise ValueError(f"{len(recent)} recent code lengths, the header says {info['recent']}")
+        if recent.shape != (RECENT,):
+            raise ValueError(f"{recent.shape} recent code lengths, not ({RECENT},)")
         return float(info["code_bits"]), recent
     except (ValueError, KeyError, TypeError, struct.error) as exc:
         raise ValueError(f"{snap}: its statistics are malformed ({exc})") from None

@@ -770,3 +770,22 @@ def test_a_version_1_snapshot_is_still_read(tmp_path):
         call.close()
     for key in ("position", "bits_per_symbol", "recent_bits_per_symbol", "code_bits"):
         assert after[key] == before[key], key
+
+
+def test_a_snapshot_of_an_unknown_version_is_named_and_left_alone(tmp_path):
+    with ThreadServer(tmp_path / "state") as srv:
+        call = Caller(srv.api)
+        call.ok("create", stream="s", config=SMALL_BYTES)
+        call.ok("publish", stream="s", symbols=b"abcabc")
+        call.ok("predict", stream="s", min_position=6, wait_ms=30000)
+        call.close()
+    snap = tmp_path / "state" / "streams" / "s" / "snapshot"
+    data = bytearray(snap.read_bytes())
+    data[7] = 3  # SEQDSNP\x03, from a newer seqd
+    snap.write_bytes(bytes(data))
+    with ThreadServer(tmp_path / "state") as srv:
+        call = Caller(srv.api)
+        reply = call("stats", stream="s")
+        assert reply.code == P.INTERNAL and "version 3" in reply.message and "reads versions 1 and 2" in reply.message
+        call.close()
+    assert snap.read_bytes() == bytes(data)  # left as it is
