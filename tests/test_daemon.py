@@ -682,14 +682,21 @@ def test_a_publish_that_creates_its_stream_is_answered_once_the_stream_is_there(
         call.close()
 
 
-def test_a_restart_clears_snapshots_cut_short(tmp_path):
-    """Each snapshot is written under a name of its own, then renamed: one a crash cut short is swept at start."""
-    with ThreadServer(tmp_path / "state") as srv:
+def _snapshotted_stream(state_dir: Path, symbols: bytes) -> dict:
+    """A daemon that learns ``symbols`` as stream "s" and stops (writing its snapshot); the stream's stats."""
+    with ThreadServer(state_dir) as srv:
         call = Caller(srv.api)
         call.ok("create", stream="s", config=SMALL_BYTES)
-        call.ok("publish", stream="s", symbols=b"abcabc")
-        call.ok("predict", stream="s", min_position=6, wait_ms=30000)
+        call.ok("publish", stream="s", symbols=symbols)
+        call.ok("predict", stream="s", min_position=len(symbols), wait_ms=30000)
+        stats = call.ok("stats", stream="s")
         call.close()
+    return stats
+
+
+def test_a_restart_clears_snapshots_cut_short(tmp_path):
+    """Each snapshot is written under a name of its own, then renamed: one a crash cut short is swept at start."""
+    _snapshotted_stream(tmp_path / "state", b"abcabc")
     folder = tmp_path / "state" / "streams" / "s"
     (folder / "snapshot.0123abcd.tmp").write_bytes(b"half a snapshot")
     with ThreadServer(tmp_path / "state") as srv:
@@ -745,13 +752,7 @@ def test_a_version_1_snapshot_is_still_read(tmp_path):
     import json
     import struct
     import zlib
-    with ThreadServer(tmp_path / "state") as srv:
-        call = Caller(srv.api)
-        call.ok("create", stream="s", config=SMALL_BYTES)
-        call.ok("publish", stream="s", symbols=text(3000))
-        call.ok("predict", stream="s", min_position=3000, wait_ms=30000)
-        before = call.ok("stats", stream="s")
-        call.close()
+    before = _snapshotted_stream(tmp_path / "state", text(3000))
     snap = tmp_path / "state" / "streams" / "s" / "snapshot"
     data = snap.read_bytes()
     head = struct.Struct("<8sQII")
@@ -773,12 +774,7 @@ def test_a_version_1_snapshot_is_still_read(tmp_path):
 
 
 def test_a_snapshot_of_an_unknown_version_is_named_and_left_alone(tmp_path):
-    with ThreadServer(tmp_path / "state") as srv:
-        call = Caller(srv.api)
-        call.ok("create", stream="s", config=SMALL_BYTES)
-        call.ok("publish", stream="s", symbols=b"abcabc")
-        call.ok("predict", stream="s", min_position=6, wait_ms=30000)
-        call.close()
+    _snapshotted_stream(tmp_path / "state", b"abcabc")
     snap = tmp_path / "state" / "streams" / "s" / "snapshot"
     data = bytearray(snap.read_bytes())
     data[7] = 3  # SEQDSNP\x03, from a newer seqd
