@@ -331,7 +331,7 @@ class Server:
         if req.op == "ping":
             return Reply.success(req.id, server="seqd", version=VERSION, protocol=P.PROTOCOL_VERSION)
         if req.op in ("create", "publish") and self._stop.is_set():
-            return Reply.failure(req.id, P.SHUTTING_DOWN, f"the server is stopping; {req.op} again once it is back")
+            return _stopping(req)
         if req.op == "create":
             return self._create(req, pending)
         if req.op == "stats" and req.stream is None:
@@ -442,7 +442,7 @@ class Server:
         elif req.op == "create":
             reply = Reply.success(req.id, stream=name, created=True, config=config_dict(self.streams[name].config))
         elif self._stop.is_set():
-            reply = Reply.failure(req.id, P.SHUTTING_DOWN, "the server is stopping; publish again once it is back")
+            reply = _stopping(req)
         else:
             reply = self._publish(pending, self.streams[name], acks)
         if reply is not None:
@@ -795,6 +795,11 @@ class Server:
         self._ctx.term()
         if self._lock_file:
             self._lock_file.close()
+
+
+def _stopping(req: Request) -> Reply:
+    """The answer to a publish or a create that comes while the server stops."""
+    return Reply.failure(req.id, P.SHUTTING_DOWN, f"the server is stopping; {req.op} again once it is back")
 
 
 def _poke(wake: zmq.Socket) -> None:
