@@ -195,6 +195,7 @@ class Event:
 
 # --- requests ---------------------------------------------------------------------------------
 _REQUEST_DEFAULTS = {f.name: f.default for f in fields(Request) if f.name not in ("id", "op")}
+_REQUEST_FIELDS = frozenset(_REQUEST_DEFAULTS) | {"id", "op"}
 
 
 def encode_request(req: Request) -> bytes:
@@ -221,8 +222,8 @@ def decode_request(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Request:
         raise ProtocolError(BAD_REQUEST, "a request needs 'id' and 'op'")
     if not isinstance(body["op"], str):
         raise ProtocolError(BAD_REQUEST, "'op' must be a string")
-    unknown = set(body) - set(_REQUEST_DEFAULTS) - {"id", "op"}
-    if unknown:
+    if not body.keys() <= _REQUEST_FIELDS:
+        unknown = body.keys() - _REQUEST_FIELDS
         raise ProtocolError(BAD_REQUEST, f"unknown field(s) {', '.join(sorted(map(str, unknown)))}")
     symbols = body.get("symbols")
     if symbols is not None and not isinstance(symbols, (bytes, list)):

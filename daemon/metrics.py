@@ -48,12 +48,17 @@ class Telemetry:
                                  "rate(seqd_code_bits_total) / rate(seqd_symbols_learned_total) is the "
                                  "compression rate in bits per symbol.", registry=registry)
         self.snapshots = Counter("seqd_snapshots", "Stream snapshots written.", registry=registry)
+        self._request_children: dict[tuple[str, str], tuple] = {}  # (kind, outcome) -> their two children
         registry.register(StreamCollector(server))
         ProcessCollector(registry=registry)
 
     def request_done(self, kind: str, outcome: str, seconds: float) -> None:
-        self.requests.labels(kind, outcome).inc()
-        self.request_seconds.labels(kind).observe(seconds)
+        children = self._request_children.get((kind, outcome))
+        if children is None:  # kinds and outcomes are bounded sets: so is this cache
+            children = self._request_children[kind, outcome] = (self.requests.labels(kind, outcome),
+                                                                  self.request_seconds.labels(kind))
+        children[0].inc()
+        children[1].observe(seconds)
 
     def batch_learned(self, stream: "Stream", symbols: int, bits: float, seconds: float) -> None:
         self.symbols_learned.inc(symbols)

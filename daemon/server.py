@@ -47,6 +47,8 @@ MAX_WAITERS = 10_000  # predicts waiting for a position, all streams together
 MAX_QUEUED_BATCHES = 4096  # per stream: a flood of tiny batches is bounded too, not only its symbols
 CREATE_RETRY_MS = 10  # what a request for a stream being created is told to wait
 LEARN_RATE_HINT = 50_000  # symbols/s, to suggest how long a "busy" publisher should wait
+# pyzmq's flags as plain ints: combining its enum members builds a new Flag object each time, on every reply
+_NOBLOCK, _SNDMORE, _POLLIN = int(zmq.NOBLOCK), int(zmq.SNDMORE), int(zmq.POLLIN)
 
 
 @dataclass
@@ -240,9 +242,12 @@ class Server:
     def _take_requests(self) -> None:
         """A burst of requests; batches are acknowledged after one sync per touched log."""
         acks: list[tuple[_Pending, Stream, np.ndarray]] = []
+        router = self._router
         for _ in range(BURST):
+            if not router.getsockopt(zmq.EVENTS) & _POLLIN:  # (a zmq.Again raised to end each burst costs more)
+                break
             try:
-                frames = self._router.recv_multipart(zmq.NOBLOCK, copy=True)
+                frames = router.recv_multipart(_NOBLOCK)
             except zmq.Again:
                 break
             t0 = time.perf_counter()
@@ -320,8 +325,9 @@ class Server:
     def _reply(self, identity: bytes, reply: Reply, op: str, t0: float) -> None:
         outcome = "ok" if reply.ok else reply.code
         self.telemetry.request_done(op, outcome, time.perf_counter() - t0)
-        try:
-            self._router.send_multipart([identity, P.encode_reply(reply)], zmq.NOBLOCK)
+        try:  # a ROUTER drops, rather than blocks on, a reply it cannot route: the frames go together or not at all
+            self._router.send(identity, _NOBLOCK | _SNDMORE)
+            self._router.send(P.encode_reply(reply), _NOBLOCK)
         except zmq.ZMQError:  # the client is gone or its queue is full: it will time out and retry
             pass
 
@@ -597,11 +603,9 @@ class Server:
             wake.close(linger=0)
 
     def _take_reports(self) -> None:
-        while True:
-            try:
-                kind, stream, detail = self._outbox.get_nowait()
-            except queue.Empty:
-                return
+        outbox = self._outbox
+        while not outbox.empty():  # this loop is the only reader: what is there stays there
+            kind, stream, detail = outbox.get_nowait()
             try:
                 current = stream is not None and self.streams.get(stream.name) is stream
                 if kind == "batch":

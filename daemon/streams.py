@@ -109,7 +109,7 @@ class View:
         return cls(position, symbols[order], probs[order], escape, learner.config.alphabet_cap, stats)
 
     def top(self, k: int) -> list[list]:
-        return [[int(s), float(p)] for s, p in zip(self.symbols[:k], self.probs[:k])]
+        return [list(pair) for pair in zip(self.symbols[:k].tolist(), self.probs[:k].tolist())]
 
     def distribution(self) -> list[float]:
         """Every symbol's probability; the unseen share the escape mass (as ``OnlineLearner.predict_proba``)."""
