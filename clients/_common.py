@@ -73,6 +73,8 @@ def weight(endpoint: str, stream: str) -> int:
 def route(endpoints: Sequence[str], stream: str) -> str:
     """The replica serving ``stream``: highest random weight (rendezvous hashing).  Removing an
     endpoint moves only the streams it served; adding one takes about 1/n of each other's."""
+    if len(endpoints) == 1:  # (the common case: nothing to choose, no hashing)
+        return endpoints[0]
     return max(endpoints, key=lambda ep: (weight(ep, stream), ep))
 
 

@@ -40,43 +40,56 @@ __all__ = ["Client", "Subscription", "CurveKeys", "Ack", "Created", "Prediction"
 
 
 class _Transport:
-    """Blocking exchanges over DEALER sockets, one idle socket kept per endpoint."""
+    """Blocking exchanges over DEALER sockets, one idle connection kept per endpoint."""
 
     def __init__(self, context: zmq.Context, curve: CurveKeys | None = None):
         self.context = context
         self.curve = curve
-        self.idle: dict[str, zmq.Socket] = {}
+        self.idle: dict[str, _Connection] = {}
 
     def exchange(self, ex: Exchange) -> Reply | None:
-        sock = self.idle.pop(ex.endpoint, None) or self._open(ex.endpoint)
+        conn = self.idle.pop(ex.endpoint, None) or _Connection(open_dealer(self.context, ex.endpoint, self.curve))
         answered = False
         try:
             deadline = time.monotonic() + ex.timeout
-            sock.setsockopt(zmq.SNDTIMEO, max(1, int(ex.timeout * 1000)))
+            conn.send_timeout(ex.timeout)
             try:
-                sock.send(protocol.encode_request(ex.request))
+                conn.sock.send(protocol.encode_request(ex.request))
             except zmq.Again:
                 return None
             while (remaining := deadline - time.monotonic()) > 0:
-                if sock.poll(max(1, int(remaining * 1000)), zmq.POLLIN):
-                    reply = accept_reply(sock.recv_multipart(), ex.request.id)
+                if conn.poller.poll(max(1, int(remaining * 1000))):
+                    reply = accept_reply(conn.sock.recv_multipart(), ex.request.id)
                     if reply is not None:
                         answered = True
                         return reply
             return None
         finally:
             if answered:
-                self.idle[ex.endpoint] = sock
+                self.idle[ex.endpoint] = conn
             else:  # lazy pirate: a socket that may still get a late reply is never reused
-                sock.close(linger=0)
-
-    def _open(self, endpoint: str) -> zmq.Socket:
-        return open_dealer(self.context, endpoint, self.curve)
+                conn.sock.close(linger=0)
 
     def close(self) -> None:
-        for sock in self.idle.values():
-            sock.close(linger=0)
+        for conn in self.idle.values():
+            conn.sock.close(linger=0)
         self.idle.clear()
+
+
+class _Connection:
+    """A DEALER socket with its poller, and its send timeout as last set (each set is a call into ZeroMQ)."""
+
+    def __init__(self, sock: zmq.Socket):
+        self.sock = sock
+        self.poller = zmq.Poller()
+        self.poller.register(sock, zmq.POLLIN)
+        self._send_ms: int | None = None
+
+    def send_timeout(self, seconds: float) -> None:
+        ms = max(1, int(seconds * 1000))
+        if ms != self._send_ms:
+            self.sock.setsockopt(zmq.SNDTIMEO, ms)
+            self._send_ms = ms
 
 
 class Subscription:
