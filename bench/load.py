@@ -101,17 +101,26 @@ def in_process(streams: dict[str, bytes], batch: int, threads: int, nice: int = 
 class Background:
     """Processes of their own (spawned, as real clients are), stopped together.
 
-    Each job is ``(target, *args)``; the target is called with ``stop`` (an
-    Event) and ``out`` (a Queue) after its arguments.  One job puts its rows
-    in ``out`` when stopped: :meth:`finish` returns them.
+    Each job is ``(target, *args)``; the target is called with ``stop`` and
+    ``ready`` (Events) and ``out`` (a Queue) after its arguments.  One job
+    sets ``ready`` once it is doing its work (:meth:`wait_ready`: a spawned
+    Python process spends half a second of CPU importing before that, which
+    must not fall into a measurement), and puts its rows in ``out`` when
+    stopped (:meth:`finish` returns them).
     """
 
     def __init__(self, *jobs: tuple):
         mp = multiprocessing.get_context("spawn")
-        self.stop, self._out = mp.Event(), mp.Queue()
-        self._procs = [mp.Process(target=target, args=(*args, self.stop, self._out)) for target, *args in jobs]
+        self.stop, self.ready, self._out = mp.Event(), mp.Event(), mp.Queue()
+        self._procs = [mp.Process(target=target, args=(*args, self.stop, self.ready, self._out))
+                       for target, *args in jobs]
         for p in self._procs:
             p.start()
+
+    def wait_ready(self, timeout: float) -> None:
+        if not self.ready.wait(timeout):
+            self.finish(timeout)
+            raise RuntimeError(f"the background processes did not start working within {timeout:g} s")
 
     def finish(self, timeout: float) -> np.ndarray:
         """Stop every process; the reporting job's ``(sent, seconds)`` rows, as an array of shape (n, 2)."""
@@ -122,9 +131,9 @@ class Background:
         return np.array(rows, dtype=float).reshape(-1, 2)
 
 
-def _paced(ask, qps: float, stop, out) -> None:
-    """Call ``ask()`` ``qps`` times a second (0: back to back) until ``stop``; then put in ``out`` one
-    ``(sent, seconds)`` row per call.  ``sent`` is ``time.perf_counter()``, on Linux the system-wide
+def _paced(ask, qps: float, stop, ready, out) -> None:
+    """Call ``ask()`` ``qps`` times a second (0: back to back) until ``stop``, setting ``ready`` after the
+    first call; then put in ``out`` one ``(sent, seconds)`` row per call.  ``sent`` is ``time.perf_counter()``, on Linux the system-wide
     monotonic clock, so the parent process can select rows by its own readings of it."""
     rows = []
     k, start = 0, time.perf_counter()
@@ -132,20 +141,21 @@ def _paced(ask, qps: float, stop, out) -> None:
         t = time.perf_counter()
         ask()
         rows.append((t, time.perf_counter() - t))
+        ready.set()
         k += 1
         if qps:
             stop.wait(max(0.0, start + k / qps - time.perf_counter()))
     out.put(rows)
 
 
-def _querier(api: str, names: list[str], qps: float, timeout: float, stop, out) -> None:
+def _querier(api: str, names: list[str], qps: float, timeout: float, stop, ready, out) -> None:
     """The querying client: predictions (top 5), round robin over the streams."""
     streams = itertools.cycle(names)
     with Client(api, timeout=timeout) as c:
-        _paced(lambda: c.predict(next(streams), top=5), qps, stop, out)
+        _paced(lambda: c.predict(next(streams), top=5), qps, stop, ready, out)
 
 
-def _echo(address: str, stop, out) -> None:
+def _echo(address: str, stop, ready, out) -> None:
     """A bare ZeroMQ ROUTER that sends every message back: the cheapest server there is."""
     import zmq
     with zmq.Context() as ctx, ctx.socket(zmq.ROUTER) as sock:
@@ -155,7 +165,7 @@ def _echo(address: str, stop, out) -> None:
                 sock.send_multipart(sock.recv_multipart())
 
 
-def _ping(address: str, qps: float, stop, out) -> None:
+def _ping(address: str, qps: float, stop, ready, out) -> None:
     """The querier's pace against :func:`_echo`, with raw ZeroMQ and a request's size."""
     import zmq
     with zmq.Context() as ctx, ctx.socket(zmq.DEALER) as sock:
@@ -166,7 +176,7 @@ def _ping(address: str, qps: float, stop, out) -> None:
             if not sock.poll(10_000):
                 raise RuntimeError("the echo process stopped answering")
             sock.recv()
-        _paced(ask, qps, stop, out)
+        _paced(ask, qps, stop, ready, out)
 
 
 def floor_run(streams: dict[str, bytes], batch: int, threads: int, nice: int, qps: float, timeout: float) -> dict:
@@ -175,7 +185,7 @@ def floor_run(streams: dict[str, bytes], batch: int, threads: int, nice: int, qp
     address = f"tcp://127.0.0.1:{free_port()}"
     pingpong = Background((_echo, address), (_ping, address, qps))
     try:
-        time.sleep(1.0)  # both processes up and exchanging
+        pingpong.wait_ready(timeout)  # both processes up and exchanging
         seconds, cpu = in_process(streams, batch, threads, nice)
     finally:
         latencies = pingpong.finish(timeout)[:, 1] * 1e3
@@ -186,6 +196,42 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+THREAD_GROUPS = (("learning", "seqd-worker-"), ("I/O loop", "seqd"), ("ZeroMQ I/O", "ZMQbg/"))
+
+
+def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
+    """Each thread of a process: its name and its user + system CPU seconds so far (Linux /proc)."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            comm = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread has just ended
+            continue
+        out[int(task.name)] = (comm, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+    return out
+
+
+def machine_cpu() -> tuple[float, float]:
+    """The machine's busy and stolen CPU seconds so far, all cores (Linux /proc/stat): busy is user, nice,
+    system, irq and softirq time; stolen is time the hypervisor gave the virtual CPUs to someone else."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    tick = os.sysconf("SC_CLK_TCK")
+    return sum(fields[i] for i in (0, 1, 2, 5, 6)) / tick, (fields[7] if len(fields) > 7 else 0) / tick
+
+
+def cpu_by_group(before: dict, after: dict) -> dict[str, float]:
+    """CPU seconds spent between two :func:`thread_cpu` readings, by :data:`THREAD_GROUPS` (the daemon
+    names its threads), the rest as "other" (threads that ended in between are not counted)."""
+    groups = {name: 0.0 for name, _ in THREAD_GROUPS} | {"other": 0.0}
+    for tid, (comm, seconds) in after.items():
+        spent = seconds - before.get(tid, (comm, 0.0))[1]
+        group = next((name for name, prefix in THREAD_GROUPS
+                      if comm == prefix or (prefix.endswith(("-", "/")) and comm.startswith(prefix))), "other")
+        groups[group] += spent
+    return groups
 
 
 def daemon_run(streams: dict[str, bytes], batch: int, timeout: float, qps: float, fsync: bool = True,
@@ -203,9 +249,7 @@ def daemon_run(streams: dict[str, bytes], batch: int, timeout: float, qps: float
                 c.publish("warm-up", b"warm up the compiled kernels", create=True)
                 c.predict("warm-up", min_position=28, wait=60)
                 c.drop("warm-up")
-            cpu0 = cpu_seconds(proc.pid)
-            result = _load(api, streams, batch, timeout, qps)
-            result["cpu"] = cpu_seconds(proc.pid) - cpu0
+            result = _load(api, streams, batch, timeout, qps, proc.pid)
             result["server_predict"] = _server_latency(metrics, "predict")
             return result
         finally:
@@ -228,7 +272,9 @@ def _server_latency(port: int, kind: str) -> dict[float, float]:
     return {le: n / total for le, n in sorted(buckets.items())}
 
 
-def _load(api: str, streams: dict[str, bytes], batch: int, timeout: float, qps: float) -> dict:
+def _load(api: str, streams: dict[str, bytes], batch: int, timeout: float, qps: float, pid: int) -> dict:
+    """Publish every stream while querying; the rates, latencies and the CPU spent (the daemon's, by thread
+    group, and the machine's) from the first publish to the last symbol learned."""
     errors: list[BaseException] = []
     publish_seconds: list[float] = []
 
@@ -247,6 +293,8 @@ def _load(api: str, streams: dict[str, bytes], batch: int, timeout: float, qps: 
     total = sum(len(d) for d in streams.values())
     pubs = [threading.Thread(target=publisher, args=item) for item in streams.items()]
     try:
+        querier.wait_ready(timeout)  # the querier's start-up is not part of the load
+        cpu0, threads0, (busy0, stolen0) = cpu_seconds(pid), thread_cpu(pid), machine_cpu()
         t0 = time.perf_counter()
         for t in pubs:
             t.start()
@@ -256,6 +304,7 @@ def _load(api: str, streams: dict[str, bytes], batch: int, timeout: float, qps: 
             for name, data in streams.items():
                 c.predict(name, min_position=len(data), wait=timeout)
         seconds = time.perf_counter() - t0
+        cpu, threads, (busy, stolen) = cpu_seconds(pid) - cpu0, cpu_by_group(threads0, thread_cpu(pid)), machine_cpu()
     finally:
         lat = querier.finish(timeout)[:, 1] * 1e3
     if errors:
@@ -263,7 +312,19 @@ def _load(api: str, streams: dict[str, bytes], batch: int, timeout: float, qps: 
     pub = np.array(publish_seconds) * 1e3
     return dict(seconds=seconds, rate=total / seconds, predicts=len(lat), p50=np.percentile(lat, 50),
                 p99=np.percentile(lat, 99), pmax=lat.max(), publishes=len(pub), pub_p50=np.percentile(pub, 50),
-                pub_p99=np.percentile(pub, 99))
+                pub_p99=np.percentile(pub, 99), cpu=cpu, threads=threads, machine=busy - busy0, stolen=stolen - stolen0)
+
+
+def _cpu_account(run: dict, ref_cpu: float, cores: int) -> str:
+    """Where the machine's CPU went while the daemon ingested, in one round."""
+    t = run["threads"]
+    rest = run["machine"] - run["cpu"]
+    idle = run["seconds"] * cores - run["machine"] - run["stolen"]
+    return (f"Where the machine's {run['seconds'] * cores:.1f} CPU seconds went in that round "
+            f"({run['seconds']:.2f} s × {cores} cores): the daemon's learning threads {t['learning']:.2f} s "
+            f"(the in-process learners: {ref_cpu:.2f} s), its I/O loop {t['I/O loop']:.2f} s, ZeroMQ's I/O thread "
+            f"{t['ZeroMQ I/O']:.2f} s, its other threads {t['other']:.2f} s; the clients and everything else on "
+            f"the machine {rest:.2f} s; idle {idle:.2f} s; stolen by the hypervisor {run['stolen']:.2f} s.")
 
 
 def main(argv=None) -> int:
@@ -338,6 +399,8 @@ def main(argv=None) -> int:
         "The daemon's own measure of predict latency (arrival to reply, from `seqd_request_duration_seconds`): "
         + ", ".join(f"{share:.2%} within {le * 1e3:g} ms" for le, share in run["server_predict"].items()
                     if 2.5e-4 <= le <= 5e-3) + ".",
+        "",
+        _cpu_account(run, ref_cpu, workers),
     ])
     if floors:
         floor_ratios = [ref / f["seconds"] for (ref, _), f in zip(refs, floors)]

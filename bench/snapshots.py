@@ -41,7 +41,7 @@ def _phase(api: str, names: list[str], qps: float, timeout: float, work) -> tupl
     seconds.  Predicts sent before ``work()`` began or after it ended are not counted."""
     querier = Background((_querier, api, names, qps, timeout))
     try:
-        time.sleep(1.0)  # the querier is connected and past its first, slower request
+        querier.wait_ready(timeout)  # the querier is connected and past its first, slower request
         t0 = time.perf_counter()
         work()
         t1 = time.perf_counter()
