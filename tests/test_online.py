@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import mmap
 import struct
 import zlib
 
@@ -418,6 +419,30 @@ def test_snapshot_continues_bit_for_bit(extra):
         assert np.array_equal(learner.learn(x[p:]), tail)
     # snapshots were taken with a window due on the next symbol and just after a window update
     assert K in positions_seen and 1 in positions_seen
+
+
+def test_context_tables_of_megabytes_are_mapped_on_huge_page_boundaries_and_restored_so():
+    """The tables go to the kernel as candidates for transparent huge pages (a speed matter only): their
+    values, their snapshots and what the learner does with them are those of ordinary arrays."""
+    small = online_state.table_array((10,), np.int64)
+    assert small.shape == (10,) and not small.any()
+    table = online_state.table_array((3, 1 << 19), np.uint16)
+    assert table.shape == (3, 1 << 19) and table.dtype == np.uint16 and not table.any()
+    table[2, -1] = 7  # writable, to its last element
+    huge_pages = hasattr(mmap, "MADV_HUGEPAGE")
+    cfg = OnlineConfig.bytes_default()
+    text = b"GET /index.html 200\nGET /about.html 404\n" * 40
+    learner = OnlineLearner(cfg)
+    learner.learn(text)
+    restored = OnlineLearner.from_bytes(learner.to_bytes())
+    for name in ("ctx_tag", "ctx_sym", "ctx_cnt", "hist", "match_table"):
+        for state in (learner.state, restored.state):
+            arr = getattr(state, name)
+            assert arr.nbytes >= online_state.HUGE_PAGE and arr.flags.writeable and arr.flags.c_contiguous
+            if huge_pages:
+                assert arr.ctypes.data % online_state.HUGE_PAGE == 0, name
+        assert np.array_equal(getattr(learner.state, name), getattr(restored.state, name))
+    assert np.array_equal(restored.learn(text[:200]), learner.learn(text[:200]))
 
 
 # -- 5. constant memory ----------------------------------------------------------------------
