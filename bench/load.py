@@ -119,16 +119,21 @@ class Background:
 
     def wait_ready(self, timeout: float) -> None:
         if not self.ready.wait(timeout):
-            self.finish(timeout)
+            self.finish(timeout, rows=False)
             raise RuntimeError(f"the background processes did not start working within {timeout:g} s")
 
-    def finish(self, timeout: float) -> np.ndarray:
-        """Stop every process; the reporting job's ``(sent, seconds)`` rows, as an array of shape (n, 2)."""
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._procs]
+
+    def finish(self, timeout: float, rows: bool = True) -> np.ndarray | None:
+        """Stop every process; the reporting job's ``(sent, seconds)`` rows, as an array of shape (n, 2)
+        (with ``rows=False``, for jobs of which none reports: nothing)."""
         self.stop.set()
-        rows = self._out.get(timeout=timeout)
+        got = self._out.get(timeout=timeout) if rows else None
         for p in self._procs:
             p.join(timeout)
-        return np.array(rows, dtype=float).reshape(-1, 2)
+        return None if got is None else np.array(got, dtype=float).reshape(-1, 2)
 
 
 def _paced(ask, qps: float, stop, ready, out) -> None:
