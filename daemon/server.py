@@ -328,11 +328,17 @@ class Server:
                                                         queued=stream.queued), req.op, pending.t0)
 
     def _reply(self, identity: bytes, reply: Reply, op: str, t0: float) -> None:
+        try:  # encoded before the first frame goes: a half-sent reply would take the next one's identity
+            body = P.encode_reply(reply)
+        except Exception as exc:  # a fault of ours (a value msgpack cannot carry): say so rather than die
+            log.exception("the reply to a %s request could not be encoded", op)
+            reply = Reply.failure(reply.id, P.INTERNAL, f"the reply could not be encoded: {type(exc).__name__}: {exc}")
+            body = P.encode_reply(reply)
         outcome = "ok" if reply.ok else reply.code
         self.telemetry.request_done(op, outcome, time.perf_counter() - t0)
         try:  # a ROUTER drops, rather than blocks on, a reply it cannot route: the frames go together or not at all
             self._router.send(identity, _NOBLOCK | _SNDMORE)
-            self._router.send(P.encode_reply(reply), _NOBLOCK)
+            self._router.send(body, _NOBLOCK)
         except zmq.ZMQError:  # the client is gone or its queue is full: it will time out and retry
             pass
 

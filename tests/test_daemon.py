@@ -171,6 +171,20 @@ def test_rejections_are_clear_and_change_nothing(call, server):
     assert call.ok("stats", stream="web")["accepted"] == 6
 
 
+def test_a_reply_that_cannot_be_encoded_is_an_internal_error_and_misroutes_nothing(server, call, monkeypatch):
+    """A fault of ours in a reply's values: that request is told so, the daemon goes on, and the next
+    reply, to another client, is that client's own (a half-sent reply would have taken its identity)."""
+    monkeypatch.setattr(server.server, "server_stats", lambda: {"not msgpack": object()})
+    other = Caller(server.api)
+    try:
+        failed = call("stats")
+        assert not failed.ok and failed.code == P.INTERNAL and "could not be encoded" in failed.message
+        assert other("ping").result["server"] == "seqd"
+        assert call("ping").ok
+    finally:
+        other.close()
+
+
 def test_an_oversized_message_is_dropped_and_the_daemon_goes_on(tmp_path):
     with ThreadServer(tmp_path / "state", max_message_bytes=4096, max_batch_symbols=1000,
                       max_queue_symbols=1000) as srv:
