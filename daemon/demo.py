@@ -20,6 +20,7 @@ from ..clients.client import Client
 from ..clients.commands import show_symbol
 from ..clients.errors import SeqdError
 from ..core.tasks import generate
+from .server import name_os_thread
 
 STREAM = "demo"
 BATCH = 256
@@ -70,6 +71,7 @@ def start(api: str, metrics_url: str | None, stop: threading.Event) -> threading
     """The demo in a thread; a failure is reported, never fatal to the daemon."""
 
     def guarded():
+        name_os_thread("seqd-demo")
         try:
             run(api, metrics_url, stop)
         except SeqdError as exc:

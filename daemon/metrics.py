@@ -109,6 +109,6 @@ class StreamCollector:
 
 
 def start_metrics_server(registry: CollectorRegistry, host: str, port: int):
-    """Serve ``registry`` at http://host:port/metrics in a thread; returns the HTTP server (``shutdown()``)."""
-    httpd, _thread = start_http_server(port, addr=host, registry=registry)
-    return httpd
+    """Serve ``registry`` at http://host:port/metrics in a thread; returns the HTTP server (``shutdown()``)
+    and its thread."""
+    return start_http_server(port, addr=host, registry=registry)

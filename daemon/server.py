@@ -14,15 +14,12 @@ the messages.
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
-import functools
 import heapq
 import logging
 import os
 import queue
 import shutil
-import sys
 import threading
 import time
 import uuid
@@ -140,8 +137,9 @@ class Server:
         self._namer.start()
         if self.config.metrics_port:
             try:
-                self._metrics_http = start_metrics_server(self.registry, self.config.metrics_host,
-                                                          self.config.metrics_port)
+                self._metrics_http, thread = start_metrics_server(self.registry, self.config.metrics_host,
+                                                                  self.config.metrics_port)
+                name_os_thread("seqd-metrics", thread.native_id)
             except OSError as exc:
                 raise ValueError(f"cannot serve metrics on {self.config.metrics_host}:{self.config.metrics_port}: "
                                  f"{exc.strerror or exc}") from None
@@ -819,26 +817,15 @@ def _stopping(req: Request) -> Reply:
     return Reply.failure(req.id, P.SHUTTING_DOWN, f"the server is stopping; {req.op} again once it is back")
 
 
-def name_os_thread(name: str) -> None:
-    """Name the calling thread for the operating system (its first 15 bytes): ``top -H``, ``ps -L`` and
-    ``/proc/<pid>/task/*/comm`` then tell the I/O loop, the workers and the sync thread apart.  Linux only;
-    elsewhere, or should it fail, nothing happens."""
-    libc = _libc()
-    if libc is not None:
-        libc.prctl(_PR_SET_NAME, name.encode()[:15], 0, 0, 0)
-
-
-_PR_SET_NAME = 15
-
-
-@functools.cache
-def _libc():
-    if not sys.platform.startswith("linux"):
-        return None
+def name_os_thread(name: str, native_id: int | None = None) -> None:
+    """Name a thread of this process for the operating system (its first 15 bytes): the calling one, or
+    the one with ``native_id``.  ``top -H``, ``ps -L`` and ``/proc/<pid>/task/*/comm`` then tell the I/O
+    loop, the workers and the sync thread apart.  Linux only (``/proc``); elsewhere nothing happens."""
+    tid = threading.get_native_id() if native_id is None else native_id
     try:
-        return ctypes.CDLL(None, use_errno=True)
+        Path(f"/proc/self/task/{tid}/comm").write_bytes(name.encode()[:15])
     except OSError:
-        return None
+        pass
 
 
 def _poke(wake: zmq.Socket) -> None:

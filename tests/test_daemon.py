@@ -389,13 +389,13 @@ def test_the_client_library_against_the_daemon(server):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread names are set with Linux's prctl")
 def test_the_daemon_names_its_threads_for_the_operating_system(tmp_path):
     """``top -H`` and ``ps -L`` tell the I/O loop (and, as ``seqd serve``, the process) from the workers."""
-    srv = ProcessServer(tmp_path / "state")
+    srv = ProcessServer(tmp_path / "state", metrics_port=free_port())
     try:
         names = {(task / "comm").read_text().strip() for task in Path(f"/proc/{srv.proc.pid}/task").iterdir()}
         assert (Path(f"/proc/{srv.proc.pid}/comm")).read_text().strip() == "seqd"
     finally:
         assert srv.terminate() == 0
-    assert {"seqd", "seqd-worker-0", "seqd-worker-1", "seqd-sync", "seqd-namespace"} <= names
+    assert {"seqd", "seqd-worker-0", "seqd-worker-1", "seqd-sync", "seqd-namespace", "seqd-metrics"} <= names
 
 
 def test_curve_admits_only_authorised_clients(tmp_path):
