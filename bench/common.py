@@ -72,6 +72,12 @@ def write_section(name: str, body: str, path: Path = BENCHMARKS_MD) -> None:
     tmp.replace(path)
 
 
+def serve_process(state: str, api: str, pub: str, metrics_port: int = 0, *extra: str) -> subprocess.Popen:
+    """``seqd serve`` as a process of its own on ``state``, logging warnings only; ``extra`` flags after."""
+    return subprocess.Popen([sys.executable, "-m", "seqd.daemon", "serve", "--state-dir", state, "--api", api,
+                             "--pub", pub, "--metrics-port", str(metrics_port), "--log-level", "warning", *extra])
+
+
 def command_line(script: str, argv: list[str] | None = None) -> str:
     """How a benchmark was run, for its table: ``python bench/<script>`` and its arguments, shell-quoted,
     without ``--no-write`` (such a run prints its table and writes nothing)."""

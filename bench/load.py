@@ -37,7 +37,6 @@ import argparse
 import itertools
 import multiprocessing
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -48,7 +47,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baselines import log_files  # noqa: E402
-from common import command_line, machine, report  # noqa: E402
+from common import command_line, machine, report, serve_process  # noqa: E402
 
 from seqd.clients.client import Client  # noqa: E402
 from seqd.core.online import OnlineConfig, OnlineLearner  # noqa: E402
@@ -178,12 +177,15 @@ def _ping(address: str, qps: float, stop, ready, out) -> None:
     with zmq.Context() as ctx, ctx.socket(zmq.DEALER) as sock:
         sock.connect(address)
 
-        def ask():
-            sock.send(bytes(64))
-            if not sock.poll(10_000):
-                raise RuntimeError("the echo process stopped answering")
-            sock.recv()
-        _paced(ask, qps, stop, ready, out)
+        _paced(lambda: bare_request(sock, 10.0), qps, stop, ready, out)
+
+
+def bare_request(sock, timeout: float) -> None:
+    """One round trip of a request's size with :func:`_echo` over a DEALER ``sock``: no seqd code."""
+    sock.send(bytes(64))
+    if not sock.poll(int(timeout * 1000)):
+        raise RuntimeError("the echo process stopped answering")
+    sock.recv()
 
 
 def floor_run(streams: dict[str, bytes], batch: int, threads: int, nice: int, qps: float, timeout: float) -> dict:
@@ -201,7 +203,12 @@ def floor_run(streams: dict[str, bytes], batch: int, threads: int, nice: int, qp
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return _stat_seconds(Path(f"/proc/{pid}/stat"))
+
+
+def _stat_seconds(stat: Path) -> float:
+    """User + system CPU seconds from a process's or a thread's ``stat`` file."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -213,11 +220,9 @@ def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
     out = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            comm = (task / "comm").read_text().strip()
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            out[int(task.name)] = ((task / "comm").read_text().strip(), _stat_seconds(task / "stat"))
         except OSError:  # the thread has just ended
             continue
-        out[int(task.name)] = (comm, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
     return out
 
 
@@ -245,9 +250,8 @@ def daemon_run(streams: dict[str, bytes], batch: int, timeout: float, qps: float
                config: str | None = None) -> dict:
     api, pub, metrics = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}", free_port()
     with tempfile.TemporaryDirectory() as state:
-        proc = subprocess.Popen([sys.executable, "-m", "seqd.daemon", "serve", "--state-dir", state, "--api", api,
-                                 "--pub", pub, "--metrics-port", str(metrics), "--log-level", "warning"]
-                                + ([] if fsync else ["--no-fsync"]) + (["--config", config] if config else []))
+        proc = serve_process(state, api, pub, metrics, *([] if fsync else ["--no-fsync"]),
+                             *(["--config", config] if config else []))
         try:
             with Client(api, timeout=60) as c:
                 c.ping()

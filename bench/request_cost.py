@@ -18,7 +18,6 @@ microsecond of it is a microsecond the learners do not get.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,8 +27,8 @@ import numpy as np
 import zmq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import command_line, machine, report  # noqa: E402
-from load import Background, _echo, cpu_seconds, free_port  # noqa: E402
+from common import command_line, machine, report, serve_process  # noqa: E402
+from load import Background, _echo, bare_request, cpu_seconds, free_port  # noqa: E402
 
 from seqd.clients.client import Client  # noqa: E402
 
@@ -49,9 +48,7 @@ def _measure(server_pid: int, ask, requests: int) -> tuple[float, float]:
 def seqd_round(requests: int, timeout: float) -> tuple[float, float]:
     api = f"tcp://127.0.0.1:{free_port()}"
     with tempfile.TemporaryDirectory() as state:
-        proc = subprocess.Popen([sys.executable, "-m", "seqd.daemon", "serve", "--state-dir", state, "--api", api,
-                                 "--pub", f"tcp://127.0.0.1:{free_port()}", "--metrics-port", "0",
-                                 "--log-level", "warning"])
+        proc = serve_process(state, api, f"tcp://127.0.0.1:{free_port()}")
         try:
             with Client(api, timeout=timeout) as c:
                 c.publish("s", b"GET /index.html 200\n" * 30, create=True)
@@ -68,13 +65,7 @@ def echo_round(requests: int, timeout: float) -> tuple[float, float]:
     try:
         with zmq.Context() as ctx, ctx.socket(zmq.DEALER) as sock:
             sock.connect(address)
-
-            def ask():
-                sock.send(bytes(64))
-                if not sock.poll(int(timeout * 1000)):
-                    raise RuntimeError("the echo process stopped answering")
-                sock.recv()
-            return _measure(echo.pids[0], ask, requests)
+            return _measure(echo.pids[0], lambda: bare_request(sock, timeout), requests)
     finally:
         echo.finish(timeout, rows=False)
 

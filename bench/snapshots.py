@@ -20,7 +20,6 @@ bounded: every wait has a timeout.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baselines import log_files  # noqa: E402
-from common import command_line, machine, report  # noqa: E402
+from common import command_line, machine, report, serve_process  # noqa: E402
 from load import Background, _querier, free_port  # noqa: E402
 
 from seqd.clients.client import Client  # noqa: E402
@@ -54,8 +53,7 @@ def _phase(api: str, names: list[str], qps: float, timeout: float, work) -> tupl
 def run(streams: dict[str, bytes], rounds: int, qps: float, quiet: float, timeout: float) -> dict:
     api, pub, metrics = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}", free_port()
     with tempfile.TemporaryDirectory() as state:
-        proc = subprocess.Popen([sys.executable, "-m", "seqd.daemon", "serve", "--state-dir", state, "--api", api,
-                                 "--pub", pub, "--metrics-port", str(metrics), "--log-level", "warning"])
+        proc = serve_process(state, api, pub, metrics)
         try:
             with Client(api, timeout=timeout) as c:
                 c.ping()

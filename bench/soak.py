@@ -14,7 +14,6 @@ size of its files after a snapshot.  Bounded: ``--mib`` MiB, then it stops.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baselines import log_files  # noqa: E402
-from common import command_line, machine, report  # noqa: E402
+from common import command_line, machine, report, serve_process  # noqa: E402
 from load import free_port  # noqa: E402
 
 from seqd.clients.client import Client  # noqa: E402
@@ -55,8 +54,7 @@ def main(argv=None) -> int:
     api, pub = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
     rows = []
     with tempfile.TemporaryDirectory() as state:
-        proc = subprocess.Popen([sys.executable, "-m", "seqd.daemon", "serve", "--state-dir", state, "--api", api,
-                                 "--pub", pub, "--metrics-port", "0", "--log-level", "warning"])
+        proc = serve_process(state, api, pub)
         try:
             with Client(api, timeout=120) as c:
                 c.ping()
