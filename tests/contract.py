@@ -48,7 +48,9 @@ from seqd.core.online import OnlineConfig, OnlineLearner
 
 STREAM_LENGTH = 1200  # symbols per contract stream: several windows, every symbol of a small alphabet
 SMALL = dict(units=8, degree=3, alphabet_cap=16, window=5)  # a recurrent network small enough to be quick
-TABLES = dict(context_bits=10, history_bits=10, match_bits=10)  # context tables of kilobytes, not megabytes
+# context tables of kilobytes, not megabytes, with few entries per slot and a low count limit, so that
+# short streams already replace entries and halve counts
+TABLES = dict(context_bits=10, history_bits=10, match_bits=10, context_entries=4, count_limit=30)
 SOURCES = dict(context_orders=(1, 2, 4), column_context=True, word_context=True, match_min=4)
 
 

@@ -62,7 +62,8 @@ def test_snapshot_anywhere_continues_bit_for_bit(entry):
     reference = entry.make()
     bits = reference.learn(x)
     final = reference.to_bytes()
-    positions = [2 * K + 3, 4 * K, 4 * K + 1]  # mid-window (for K > 3), window boundary, next window's start
+    # the first symbol, inside a window (K > 3), with a window due on the next symbol, just after a window
+    positions = [1, 2 * K + 3, 4 * K, 4 * K + 1]
     learner = entry.make()
     done = 0
     for p in positions:
