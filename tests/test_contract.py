@@ -25,10 +25,6 @@ def _window(entry: Entry) -> int:
     return entry.config().window
 
 
-def _bytes_model(entry: Entry) -> bool:
-    return entry.config().alphabet_cap == 256
-
-
 # -- determinism ----------------------------------------------------------------------------------
 
 
@@ -46,7 +42,7 @@ def test_chunking_does_not_change_the_bits(entry):
     assert np.array_equal(np.concatenate(pieces), bits), f"chunks cut at {cuts.tolist()}"
     final = whole.to_bytes()
     assert one_by_one.to_bytes() == final and chunked.to_bytes() == final
-    # the stream is long enough to learn from, and to run several windows
+    # the stream is long enough to learn from
     assert bits[-300:].mean() < bits[:300].mean()
     assert whole.stats["symbols"] == len(x)
 
@@ -56,7 +52,7 @@ def test_chunking_does_not_change_the_bits(entry):
 
 @each
 def test_snapshot_anywhere_continues_bit_for_bit(entry):
-    """Inside a window, with a window due on the next symbol, and just after one."""
+    """After the first symbol, inside a window, with a window due on the next symbol, and just after one."""
     K = _window(entry)
     x = contract.stream(entry)
     reference = entry.make()
@@ -65,16 +61,19 @@ def test_snapshot_anywhere_continues_bit_for_bit(entry):
     # the first symbol, inside a window (K > 3), with a window due on the next symbol, just after a window
     positions = [1, 2 * K + 3, 4 * K, 4 * K + 1]
     learner = entry.make()
-    done = 0
+    done, windows = 0, []
     for p in positions:
         assert np.array_equal(learner.learn(x[done:p]), bits[done:p])
         done = p
+        windows.append(learner.stats["windows"])
         restored = entry.learner.from_bytes(learner.to_bytes())
         assert restored.config == learner.config
         assert restored.predict_proba_one() == learner.predict_proba_one(), f"snapshot at {p}"
         assert np.array_equal(restored.predict_proba(), learner.predict_proba()), f"snapshot at {p}"
         assert np.array_equal(restored.learn(x[p:]), bits[p:]), f"snapshot at {p}"
         assert restored.to_bytes() == final, f"snapshot at {p}"
+    if entry.random:  # recurrent units: a window is learned after each K symbols, from symbol K + 1 on
+        assert windows == [(p - 1) // K for p in positions] == [0, 2, 3, 4]
     # the snapshots did not disturb the learner they were taken from
     assert np.array_equal(learner.learn(x[done:]), bits[done:])
     assert learner.to_bytes() == final
