@@ -405,6 +405,44 @@ def quasi_diagonal_step(W, h0, hd, damping):
     return out
 
 
+def online_writing_step(w, h0, hd, a, pi, target, first, width, discount, prior, eta, err=None):
+    """One symbol's online step on the writing weights, from the dense discounted Fisher matrix of each symbol.
+
+    Online, the sums of eqs. (17)-(19) over the sequence become discounted
+    sums over the stream, and the dampening eps_y of eq. (18) becomes a prior
+    mass lambda renewed at the rate it is discounted.  For each code y in
+    ``[first, width)`` (``first`` = 1 once the escape is retired), with
+    gamma = ``discount`` and lambda = ``prior``:
+
+        H^y <- (1 - gamma) H^y + gamma lambda I + pi(y) (1 - pi(y)) a a^T       eqs. (18)-(19), a_0 = 1
+        W_iy = a_i (1_{target = y} - pi(y)) - gamma lambda w_iy                 eq. (17), one symbol, plus the prior
+        w_.y <- w_.y + eta * (quasi-diagonal step of eqs. (20)-(21) with W and H^y)
+
+    The state keeps only the entries of H^y the quasi-diagonal step reads
+    (h_00 = hd[0], h_0i = h0[i], h_ii = hd[i]), so the dense matrix starts
+    from them; its other entries are never read.  ``err``, when given,
+    replaces 1_{target = y} - pi(y): the error the context weights' step left
+    (:func:`context_block_update`).
+
+    Returns new (w, h0, hd); columns outside ``[first, width)`` are unchanged.
+    """
+    w, h0, hd = (np.array(arr, dtype=np.float64, copy=True) for arr in (w, h0, hd))
+    a = np.asarray(a, dtype=np.float64)
+    N1 = len(a)
+    if err is None:
+        err = np.array([(1.0 if y == target else 0.0) - pi[y] for y in range(len(pi))])
+    for y in range(first, width):
+        H = np.diag(hd[:, y])
+        H[0, 1:] = H[1:, 0] = h0[1:, y]
+        H = (1.0 - discount) * H + discount * prior * np.eye(N1) + pi[y] * (1.0 - pi[y]) * np.outer(a, a)
+        W = err[y] * a - discount * prior * w[:, y]
+        step = quasi_diagonal_step(W[:, None], H[0, :, None], np.diag(H)[:, None], np.zeros(1))[:, 0]
+        w[:, y] += eta * step
+        h0[1:, y] = H[0, 1:]
+        hd[:, y] = np.diag(H)
+    return w, h0, hd
+
+
 def diagonal_step(W, hd, damping):
     """The inverse diagonal Hessian ("DH") direction: W_iy / h_ii^y with h_ii^y of eq. (18)."""
     return W / (hd + np.asarray(damping)[None, :])

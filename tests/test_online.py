@@ -7,15 +7,15 @@
 * the truncated-BPTT window gradient and metric contributions against the
   batch kernels (``forward``, ``backward``, ``accumulate_transition``) run over
   the same window (seed 000 §2, eqs. 22-28);
-* determinism, exact snapshots, constant memory, input validation, the open
-  alphabet's code lengths, and that learning happens.
+* constant memory, snapshot and configuration validation, the open
+  alphabet's code lengths, and that learning happens (determinism, exact
+  snapshots and bad input for every configuration: ``tests/test_contract.py``).
 
 Problems are tiny (a few units, a few symbols, a few thousand steps).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import mmap
 import struct
@@ -362,63 +362,8 @@ def test_window_metric_contributions_match_dense_discounted_sums(method, escape)
     assert np.max(m[1:cfg.window + 1]) > 1e-3
 
 
-# -- 4. determinism and snapshots ------------------------------------------------------------
-
-STREAM_CONFIGS = [
-    dict(),
-    dict(method="qdrbpm"),
-    dict(method="ruop"),
-    dict(activation="logistic"),
-    dict(model="gnn"),
-]
-STREAM_IDS = ["rbpm", "qdrbpm", "ruop", "logistic", "gnn"]
-SMALL = dict(units=8, degree=3, alphabet_cap=32, window=5)
-
-
-def _stream(n=3000, values=20, seed=7):
-    return np.random.default_rng(seed).integers(0, values, size=n).astype(np.uint8)
-
-
-@pytest.mark.parametrize("extra", STREAM_CONFIGS, ids=STREAM_IDS)
-def test_learning_is_deterministic(extra):
-    cfg = OnlineConfig(**SMALL, **extra)
-    x = _stream()
-    one, two, chunked = OnlineLearner(cfg), OnlineLearner(cfg), OnlineLearner(cfg)
-    bits1 = one.learn(x)
-    bits2 = two.learn(bytes(x))  # bytes input takes the same path
-    cuts = [0, 1, 2, 7, 100, 1013, 2500, len(x)]
-    bits3 = np.concatenate([chunked.learn(x[i:j]) for i, j in itertools.pairwise(cuts)])
-    assert np.all(np.isfinite(bits1))
-    assert np.array_equal(bits1, bits2)
-    assert np.array_equal(bits1, bits3)
-    assert one.to_bytes() == two.to_bytes() == chunked.to_bytes()
-    assert one.stats["windows"] > 0
-
-
-@pytest.mark.parametrize("extra", STREAM_CONFIGS, ids=STREAM_IDS)
-def test_snapshot_continues_bit_for_bit(extra):
-    cfg = OnlineConfig(**SMALL, **extra)
-    K = cfg.window
-    x = _stream()
-    reference = OnlineLearner(cfg)
-    bits_ref = reference.learn(x)
-    final_ref = reference.to_bytes()
-    positions_seen = set()
-    for p in (1, K, K + 1, 3 * K, 3 * K + 1, 1001, 1777, len(x) - 1):
-        learner = OnlineLearner(cfg)
-        head = learner.learn(x[:p])
-        positions_seen.add(int(learner.state.counts[WINDOW_POS]))
-        data = learner.to_bytes()
-        restored = OnlineLearner.from_bytes(data)
-        assert restored.config == cfg
-        assert restored.to_bytes() == data
-        tail = restored.learn(x[p:])
-        assert np.array_equal(np.concatenate([head, tail]), bits_ref), f"snapshot at {p}"
-        assert restored.to_bytes() == final_ref, f"snapshot at {p}"
-        # the snapshot did not disturb the learner it was taken from
-        assert np.array_equal(learner.learn(x[p:]), tail)
-    # snapshots were taken with a window due on the next symbol and just after a window update
-    assert K in positions_seen and 1 in positions_seen
+# -- 4. snapshots of context tables ---------------------------------------------------------
+# (determinism across chunkings and exact snapshots of every configuration: tests/test_contract.py)
 
 
 def test_context_tables_of_megabytes_are_mapped_on_huge_page_boundaries_and_restored_so():
@@ -465,22 +410,7 @@ def test_snapshot_size_does_not_grow_with_the_stream():
 # -- 6. bad input ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("symbols,message", [
-    ([0, 1, 16], r"symbol 16 is outside the alphabet \[0, 16\)"),
-    (np.array([3, -1, 2]), r"symbol -1 is outside the alphabet"),
-    (np.array([0.0, 1.0]), r"must be integers"),
-    (np.array([[0, 1], [1, 0]]), r"one-dimensional"),
-    ([], r"empty input"),
-    (np.array([], dtype=np.int64), r"empty input"),
-    (b"", r"empty input"),
-    (np.array([True, False]), r"must be integers"),
-])
-def test_bad_symbols_are_rejected(symbols, message):
-    learner = OnlineLearner(OnlineConfig(units=4, alphabet_cap=16, window=3))
-    before = learner.to_bytes()
-    with pytest.raises(ValueError, match=message):
-        learner.learn(symbols)
-    assert learner.to_bytes() == before  # nothing was learned
+# (bad symbols given to learn: tests/test_contract.py)
 
 
 def test_learn_one_rejects_bad_symbols():

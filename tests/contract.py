@@ -1,0 +1,131 @@
+"""The learner registry: every learner configuration seqd ships, for the contract checks.
+
+Every learner registers here, one :class:`Entry` per configuration worth
+checking: a name, a factory of its configuration, and the learner class that
+takes it.  A new learner (an LSTM, a GRU, an echo state network, CTW, an HMM)
+adds one line to :data:`REGISTRY`, and ``tests/test_contract.py`` then holds it
+to the same promises as the others:
+
+* **determinism** -- a stream learned in one call, symbol by symbol, or in
+  chunks of any sizes gives the same code lengths, bit for bit, and the same
+  final state bytes;
+* **exact snapshots** -- ``to_bytes`` at any position (inside a window, at a
+  window's end, just after one) and ``from_bytes`` give a learner whose next
+  distribution and following code lengths are the uninterrupted learner's, bit
+  for bit, and taking the snapshot disturbs nothing;
+* **coding** -- for byte configurations, ``.sqd`` encode then decode is the
+  identity, and the encoded size is the learner's prequential code length plus
+  at most the range coder's overhead; the container refuses other alphabets;
+* **inputs are not mutated** -- ``learn`` leaves the array or bytearray it was
+  given as it was;
+* **seeding** -- the same seed gives the same stream; a different seed gives a
+  different one where the model is random (``Entry.random``: recurrent units
+  with a random graph and random reading rates), and the same one where it is not;
+* **clear errors** -- a symbol outside the alphabet, a negative one, a
+  non-integer dtype, 2-D or empty input, and a damaged or truncated snapshot
+  are each a ``ValueError`` naming the problem, and a refused input leaves the
+  learner as it was;
+* **prediction is read-only** -- ``predict_proba_one`` / ``predict_proba`` asked
+  twice agree, asking changes nothing that is learned afterwards, and each code
+  length is the one of the distribution predicted for it.
+
+The configurations are kept small where the configuration allows it (a few
+units, an alphabet of 16, short windows), so that the whole suite runs in
+seconds; the daemon's presets and the byte default are checked as shipped,
+tens of megabytes of context tables included, on inputs of a thousand or so
+symbols.  ``test_contract.py`` checks that every daemon preset is registered.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from seqd.core.online import OnlineConfig, OnlineLearner
+
+STREAM_LENGTH = 1200  # symbols per contract stream: several windows, every symbol of a small alphabet
+SMALL = dict(units=8, degree=3, alphabet_cap=16, window=5)  # a recurrent network small enough to be quick
+# context tables of kilobytes, not megabytes, with few entries per slot and a low count limit, so that
+# short streams already replace entries and halve counts
+TABLES = dict(context_bits=10, history_bits=10, match_bits=10, context_entries=4, count_limit=30)
+SOURCES = dict(context_orders=(1, 2, 4), column_context=True, word_context=True, match_min=4)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One learner configuration under contract.
+
+    ``config`` builds its configuration (a new one at each call, as the daemon
+    builds a stream's); ``learner`` is the class that takes it, with
+    ``learner(config)`` and ``learner.from_bytes(data)``.  ``random`` says
+    whether the seed draws part of the model (recurrent units: the graph and the
+    reading rates), so that another seed must give another stream.
+    """
+
+    name: str
+    config: Callable[[], OnlineConfig]
+    learner: type = OnlineLearner
+    random: bool = True
+
+    def make(self, **overrides):
+        """A fresh learner of this configuration, with ``overrides`` of its settings (e.g. ``seed``)."""
+        config = self.config()
+        return self.learner(dataclasses.replace(config, **overrides) if overrides else config)
+
+    def __str__(self) -> str:  # pytest's parameter id
+        return self.name
+
+
+REGISTRY: list[Entry] = [
+    Entry("default-cap16", lambda: OnlineConfig(alphabet_cap=16)),
+    Entry("rbpm", lambda: OnlineConfig(**SMALL, method="rbpm")),
+    Entry("ruop", lambda: OnlineConfig(**SMALL, method="ruop")),
+    Entry("qdrbpm", lambda: OnlineConfig(**SMALL, method="qdrbpm")),
+    Entry("qdruop", lambda: OnlineConfig(**SMALL, method="qdruop")),
+    Entry("gnn", lambda: OnlineConfig(**SMALL, model="gnn")),
+    Entry("logistic", lambda: OnlineConfig(**SMALL, activation="logistic")),
+    Entry("context-units", lambda: OnlineConfig(units=4, degree=2, alphabet_cap=128, window=5, **SOURCES, **TABLES)),
+    Entry("context-only", lambda: OnlineConfig(units=0, alphabet_cap=256, window=5, **SOURCES, **TABLES),
+          random=False),
+    # the daemon's presets (seqd.daemon.streams.PRESETS), as "preset-<name>"; "bytes" is also seqd compress's model
+    Entry("preset-bytes", OnlineConfig.bytes_default),
+    Entry("preset-glnn", OnlineConfig),
+]
+
+
+def log_bytes(n: int, seed: int = 0) -> bytes:
+    """Log-like lines (dates, hosts, paths, numbers): repeats and small variations, as the byte models meet."""
+    rng = np.random.default_rng(seed)
+    hosts, paths = ["alpha", "beta", "gamma7"], ["/api/v1/items", "/login", "/static/app.js"]
+    out = bytearray()
+    while len(out) < n:
+        out += (f"2026-03-{rng.integers(1, 29):02d} 12:{rng.integers(0, 60):02d}:{rng.integers(0, 60):02d} "
+                f"{hosts[rng.integers(3)]} GET {paths[rng.integers(3)]}?id={rng.integers(0, 500)} "
+                f"{[200, 200, 404, 302][rng.integers(4)]}\n").encode()
+    return bytes(out[:n])
+
+
+def symbols(alphabet_cap: int, n: int, seed: int = 0) -> np.ndarray:
+    """A stream over ``[0, alphabet_cap)``: a repeated motif broken by noise, every symbol occurring early.
+
+    Byte-sized alphabets (128 and more) get log-like text, which their context
+    units are built for; smaller ones a motif over the whole alphabet with
+    random substitutions, so that the alphabet fills up (and the escape
+    retires) within the first windows while there is still something to learn.
+    """
+    if alphabet_cap >= 128:
+        return np.frombuffer(log_bytes(n, seed), dtype=np.uint8).astype(np.int64)
+    rng = np.random.default_rng(seed)
+    motif = rng.permutation(alphabet_cap)
+    x = np.resize(np.concatenate([motif, motif[: alphabet_cap // 2]]), n)
+    noisy = rng.random(n) < 0.15
+    x[noisy] = rng.integers(0, alphabet_cap, noisy.sum())
+    return x.astype(np.int64)
+
+
+def stream(entry: Entry, n: int = STREAM_LENGTH, seed: int = 0) -> np.ndarray:
+    """The contract stream of ``entry``: ``n`` symbols of its alphabet (int64)."""
+    return symbols(entry.config().alphabet_cap, n, seed)
