@@ -201,13 +201,15 @@ def _drivers():
     """Numba loops that run parts of the learner alone, for the cost breakdown."""
     from seqd.core.jit import kernel
     from seqd.core.kernels.forward import evolve_into, softmax_into
-    from seqd.core.online.kernels import writing_update
+    from seqd.core.online.config import H
+    from seqd.core.online.state import ACTIVE
+    from seqd.core.online.writing import writing_update
 
     @kernel
     def predict_and_evolve(st, hyper, symbols, with_writing):
-        width = st.counts[1] + 1
+        width = st.counts[ACTIVE] + 1
         empty = st.tau[0, :0, 0:0]
-        leak = hyper[0]
+        leak = hyper[H.leak]
         for t in range(symbols.shape[0]):
             softmax_into(st.a[0], st.w[:, :width], st.pi[0, :width])
             code = st.code_of[symbols[t]]
@@ -228,8 +230,8 @@ def _cpu(fn, *args):
 
 
 def cost(args) -> str:
-    from seqd.core.online.kernels import window_gradient
-    from seqd.core.online.state import OnlineState
+    from seqd.core.online.state import ACTIVE, OnlineState
+    from seqd.core.online.window import window_gradient
 
     files = log_files()
     data = files[0].read_bytes() if files else bytes(np.random.default_rng(0).integers(32, 96, 200_000, dtype=np.uint8))
@@ -248,7 +250,7 @@ def cost(args) -> str:
     forward = _cpu(run, copy(), hyper, x, False)
     writing = _cpu(run, copy(), hyper, x, True) - forward
     st = copy()
-    width = int(st.counts[1]) + 1
+    width = int(st.counts[ACTIVE]) + 1
     reps = n // (config.window + 1)
     gradient = _cpu(lambda: [window_gradient(st, hyper, flags, width) for _ in range(reps)])
     us = lambda s: 1e6 * s / n  # noqa: E731
