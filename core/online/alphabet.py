@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from ..jit import kernel
-from ..model import ALPHA
+from ..initialization import logistic_transition, unit_transition
 from .config import F, H
 from .state import ACTIVE
 
@@ -77,21 +77,13 @@ def activate_symbol(st, hyper, flags, symbol):
     lam = hyper[H.metric_prior]
     for j in range(1, N1):
         u = unit_uniform(flags[F.symbol_seed], j, symbol) - 0.5
-        if leak != 0.0:
-            mu = 1.0 / (j + 1.0)
-            self_loop = -ALPHA
-            bias = -math.sqrt(ALPHA * (ALPHA - mu)) + scale * 0.25 * mu * u
-        else:
-            self_loop = 1.0 - 1.0 / j
-            bias = scale * 0.5 * u
+        self_loop, bias = unit_transition(leak, j, u, scale)
+        if logistic:  # tanh -> logistic coordinates (model.reparametrize)
+            self_loop, bias = logistic_transition(self_loop, bias)
         for k in range(D):
             st.tau[code, j, k] = 0.0
-        if logistic:  # tanh -> logistic coordinates (model.reparametrize)
-            st.tau[code, j, 1] = 4.0 * self_loop
-            st.tau[code, j, 0] = 2.0 * (bias - self_loop)
-        else:
-            st.tau[code, j, 1] = self_loop
-            st.tau[code, j, 0] = bias
+        st.tau[code, j, 1] = self_loop
+        st.tau[code, j, 0] = bias
         for r in range(D):
             for c in range(D):
                 st.metric[code, j, r, c] = 0.0

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..initialization import initial_potentials, logistic_potentials
 from ..model import random_graph
 from .config import OnlineConfig
 from .context import CTX_INTS, MATCH, MATCH_BUCKETS
@@ -121,14 +122,8 @@ def new_state(config: OnlineConfig) -> OnlineState:
     state.reals[ETA_TAU] = 1.0 / max(N, 1) if config.transition_rate is None else config.transition_rate
     state.reals[ETA_W] = config.writing_rate
     # initial potentials V^0 = s^-1(beta_j / alpha) (seed 000 §2) for the GLNN; 0 for the GNN
-    if config.model == "glnn":
-        j = np.arange(1, N + 1)
-        mu = 1.0 / (j + 1.0)
-        beta = -np.sqrt(0.5 * (0.5 - mu))
-        v0 = np.arctanh(beta / 0.5)
-        if config.activation == "logistic":
-            v0 = 2.0 * v0
-        state.V[0, 1:] = v0
+    v0 = initial_potentials(config.leak, N)
+    state.V[0, 1:] = logistic_potentials(v0) if config.activation == "logistic" else v0
     state.a[0, 0] = 1.0
     act = np.tanh if config.activation == "tanh" else (lambda v: 1.0 / (1.0 + np.exp(-v)))
     state.a[0, 1:] = act(state.V[0, 1:])
