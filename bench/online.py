@@ -200,7 +200,9 @@ def tasks_table(args) -> str:
 def _drivers():
     """Numba loops that run parts of the learner alone, for the cost breakdown."""
     from seqd.core.jit import kernel
+    from seqd.core.kernels.activation import TANH
     from seqd.core.kernels.forward import evolve_into, softmax_into
+    from seqd.core.kernels.network import Network
     from seqd.core.online.config import H
     from seqd.core.online.state import ACTIVE
     from seqd.core.online.writing import writing_update
@@ -208,14 +210,13 @@ def _drivers():
     @kernel
     def predict_and_evolve(st, hyper, symbols, with_writing):
         width = st.counts[ACTIVE] + 1
-        empty = st.tau[0, :0, 0:0]
-        leak = hyper[H.leak]
+        net = Network(st.inputs, st.tau, st.tau[0, :0, 0:0], hyper[H.leak], True, TANH)  # OnlineConfig() is tanh
         for t in range(symbols.shape[0]):
             softmax_into(st.a[0], st.w[:, :width], st.pi[0, :width])
             code = st.code_of[symbols[t]]
             if with_writing:
                 writing_update(st, hyper, st.a[0], st.pi[0], code, 0, width)
-            evolve_into(st.V[0], st.a[0], code, st.tau, empty, st.inputs, leak, True, 0, st.V[1], st.a[1])
+            evolve_into(net, st.V[0], st.a[0], code, st.V[1], st.a[1])
             for i in range(st.V.shape[1]):
                 st.V[0, i] = st.V[1, i]
                 st.a[0, i] = st.a[1, i]

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .initialization import initial_potentials, unit_transition
+from .kernels.network import Network
 
 MODELS = ("glnn", "gnn", "rnn")
 ACTIVATIONS = ("tanh", "logistic")
@@ -103,6 +104,12 @@ class Params:
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def network(spec: ModelSpec, params: Params) -> Network:
+    """The kernels' view of a model's evolution: graph, transition and input weights, and the model's flags."""
+    return Network(params.inputs, params.transition_weights, params.input_weights, spec.leak, spec.gated,
+                   spec.activation_code)
 
 
 def random_graph(units: int, degree: int, rng: np.random.Generator) -> np.ndarray:

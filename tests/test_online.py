@@ -27,6 +27,7 @@ import pytest
 import naive
 from seqd.core.kernels.backward import RBPM, RUOP, backward
 from seqd.core.kernels.forward import allocate, evolve_into, forward
+from seqd.core.kernels.network import Network
 from seqd.core.kernels.transition import accumulate_transition
 from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online import snapshot, tables
@@ -244,10 +245,9 @@ def _window_problem(seed, method, model="glnn", activation="tanh", escape=False)
     st.V[0, 0] = 0.0
     st.a[0] = _act(st.V[0], activation)
     st.a[0, 0] = 1.0
-    empty = np.zeros((0, 0))
+    net = Network(st.inputs, st.tau, np.zeros((0, 0)), hyper[H.leak], True, flags[F.activation_code])
     for k in range(K + 1):
-        evolve_into(st.V[k], st.a[k], st.x[k], st.tau, empty, st.inputs, hyper[H.leak], True, flags[F.activation_code],
-                    st.V[k + 1], st.a[k + 1])
+        evolve_into(net, st.V[k], st.a[k], st.x[k], st.V[k + 1], st.a[k + 1])
     return cfg, st, hyper, flags, width
 
 
@@ -259,14 +259,13 @@ def _batch_window(cfg, st, hyper, flags, width):
     targets = st.targets.copy()
     w = np.ascontiguousarray(st.w[:, :width])
     V, a, pi = allocate(K + 1, N1 - 1, width)
-    forward(x, np.ones(K + 1), w, st.tau, np.zeros((1, N1)), st.V[0].copy(), st.inputs, hyper[H.leak], True,
-            flags[F.activation_code], V, a, pi)
+    net = Network(st.inputs, st.tau, np.zeros((1, N1)), hyper[H.leak], True, flags[F.activation_code])
+    forward(net, x, np.ones(K + 1), w, st.V[0].copy(), V, a, pi)
     chi = np.ones(K + 1)
     chi[0] = 0.0  # output 0 comes before the window's transitions
     B = np.zeros((K + 2, N1))
     m = np.zeros((K + 2, N1))
-    backward(x, targets, chi, w, st.tau, a, pi, st.inputs, hyper[H.leak], True, flags[F.activation_code], flags[F.modulus],
-             B, m, np.zeros((3, N1)))
+    backward(net, x, targets, chi, w, a, pi, flags[F.modulus], B, m, np.zeros((3, N1)))
     S = st.tau.shape[0]
     G = np.zeros((S, N1, D))
     M = np.zeros((S, N1, D, D))

@@ -12,8 +12,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ..initialization import initial_potentials, logistic_potentials
+from ..jit import inline_kernel
+from ..kernels.network import Network
 from ..model import random_graph
-from .config import OnlineConfig
+from .config import F, H, OnlineConfig
 from .context import CTX_INTS, MATCH, MATCH_BUCKETS
 from .tables import table_array
 
@@ -84,6 +86,12 @@ class OnlineState(NamedTuple):
     acc: np.ndarray  # (A,) work: the chain's sparse part
     acc_mark: np.ndarray  # (A,) int64 work
     acc_list: np.ndarray  # (S*E,) int64 work
+
+
+@inline_kernel
+def network(st, hyper, flags):
+    """The learner's network as the shared kernels read it: gated, no input weights (``kernels.network``)."""
+    return Network(st.inputs, st.tau, st.tau[0, :0, 0:0], hyper[H.leak], True, flags[F.activation_code])
 
 
 def new_state(config: OnlineConfig) -> OnlineState:

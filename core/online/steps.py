@@ -19,9 +19,9 @@ import math
 from ..jit import kernel
 from ..kernels.forward import evolve_into, softmax_offset_into
 from .alphabet import RETIRED_ESCAPE_BIAS, activate_symbol
-from .config import F, H
+from .config import F
 from .context import clear_features, features, observe
-from .state import ACTIVE, SYMBOLS, WINDOW_POS
+from .state import ACTIVE, SYMBOLS, WINDOW_POS, network
 from .window import window_update
 from .writing import writing_update
 
@@ -96,9 +96,7 @@ def learn_step(st, hyper, flags, symbol):
             for i in range(N1):
                 st.w[i, 0] = 0.0
             st.w[0, 0] = RETIRED_ESCAPE_BIAS
-    empty = st.tau[0, :0, 0:0]
-    evolve_into(st.V[k], st.a[k], code, st.tau, empty, st.inputs, hyper[H.leak], True, flags[F.activation_code],
-                st.V[k + 1], st.a[k + 1])
+    evolve_into(network(st, hyper, flags), st.V[k], st.a[k], code, st.V[k + 1], st.a[k + 1])
     st.counts[WINDOW_POS] = k + 1
 
 

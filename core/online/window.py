@@ -20,7 +20,7 @@ from ..kernels.backward import backward
 from ..kernels.forward import evolve_into, softmax_offset_into
 from .config import F, H
 from .metric_blocks import block_step, metric_contribution
-from .state import ETA_TAU, NONFINITE, REJECTED, WINDOW_GAIN, WINDOWS
+from .state import ETA_TAU, NONFINITE, REJECTED, WINDOW_GAIN, WINDOWS, network
 
 
 @kernel
@@ -50,8 +50,6 @@ def window_gradient(st, hyper, flags, width):
     """
     K = flags[F.window]
     N1, D = st.inputs.shape
-    leak = hyper[H.leak]
-    activation = flags[F.activation_code]
     qd = flags[F.quasi_diagonal] == 1
     # the window's predictions again, with the writing weights as they are now, so that the
     # backward pass sees one consistent (w, pi) and the trial below has a fair baseline
@@ -63,9 +61,9 @@ def window_gradient(st, hyper, flags, width):
     for i in range(N1):
         st.B[K + 1, i] = 0.0
         st.m[K + 1, i] = 0.0
-    backward(st.x[1:K + 1], st.targets[1:K + 1], chi[1:K + 1], st.w[:, :width], st.tau, st.a[1:K + 2],
-             st.pi[1:K + 1, :width], st.inputs, leak, True, activation, flags[F.modulus], st.B[1:K + 2],
-             st.m[1:K + 2], st.scratch[1:4, :N1])
+    backward(network(st, hyper, flags), st.x[1:K + 1], st.targets[1:K + 1], chi[1:K + 1], st.w[:, :width],
+             st.a[1:K + 2], st.pi[1:K + 1, :width], flags[F.modulus], st.B[1:K + 2], st.m[1:K + 2],
+             st.scratch[1:4, :N1])
     # a non-finite backward pass must not reach the metric blocks, where it would stay for good
     for k in range(1, K + 1):
         for j in range(N1):
@@ -104,8 +102,6 @@ def window_update(st, hyper, flags, width):
     """One window: gradient and metric (``window_gradient``), then the tried step on tau."""
     K = flags[F.window]
     N1, D = st.inputs.shape
-    leak = hyper[H.leak]
-    activation = flags[F.activation_code]
     qd = flags[F.quasi_diagonal] == 1
     before, n_touched = window_gradient(st, hyper, flags, width)
     if n_touched < 0:  # non-finite backward pass: nothing was stored
@@ -138,13 +134,12 @@ def window_update(st, hyper, flags, width):
                 st.saved_tau[code, j, r] = st.tau[code, j, r]
                 st.tau[code, j, r] += eta * st.step[code, j, r]
     # replay the window's transitions with the trial weights
-    empty = st.tau[0, :0, 0:0]
+    net = network(st, hyper, flags)
     for i in range(N1):
         st.trial_V[0, i] = st.V[0, i]
         st.trial_a[0, i] = st.a[0, i]
     for k in range(K):
-        evolve_into(st.trial_V[k], st.trial_a[k], st.x[k], st.tau, empty, st.inputs, leak, True, activation,
-                    st.trial_V[k + 1], st.trial_a[k + 1])
+        evolve_into(net, st.trial_V[k], st.trial_a[k], st.x[k], st.trial_V[k + 1], st.trial_a[k + 1])
     after = _window_loglik(st, st.trial_a, width, K, st.scratch[0:1])
     if math.isfinite(after) and after >= before:
         st.reals[ETA_TAU] = min(eta * hyper[H.rate_growth], hyper[H.max_transition_rate])
