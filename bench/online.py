@@ -200,20 +200,23 @@ def tasks_table(args) -> str:
 def _drivers():
     """Numba loops that run parts of the learner alone, for the cost breakdown."""
     from seqd.core.jit import kernel
+    from seqd.core.kernels.activation import TANH
     from seqd.core.kernels.forward import evolve_into, softmax_into
-    from seqd.core.online.kernels import writing_update
+    from seqd.core.kernels.network import Network
+    from seqd.core.online.config import H
+    from seqd.core.online.state import ACTIVE
+    from seqd.core.online.writing import writing_update
 
     @kernel
     def predict_and_evolve(st, hyper, symbols, with_writing):
-        width = st.counts[1] + 1
-        empty = st.tau[0, :0, 0:0]
-        leak = hyper[0]
+        width = st.counts[ACTIVE] + 1
+        net = Network(st.inputs, st.tau, st.tau[0, :0, 0:0], hyper[H.leak], True, TANH)  # OnlineConfig() is tanh
         for t in range(symbols.shape[0]):
             softmax_into(st.a[0], st.w[:, :width], st.pi[0, :width])
             code = st.code_of[symbols[t]]
             if with_writing:
                 writing_update(st, hyper, st.a[0], st.pi[0], code, 0, width)
-            evolve_into(st.V[0], st.a[0], code, st.tau, empty, st.inputs, leak, True, 0, st.V[1], st.a[1])
+            evolve_into(net, st.V[0], st.a[0], code, st.V[1], st.a[1])
             for i in range(st.V.shape[1]):
                 st.V[0, i] = st.V[1, i]
                 st.a[0, i] = st.a[1, i]
@@ -228,8 +231,8 @@ def _cpu(fn, *args):
 
 
 def cost(args) -> str:
-    from seqd.core.online.kernels import window_gradient
-    from seqd.core.online.state import OnlineState
+    from seqd.core.online.state import ACTIVE, OnlineState
+    from seqd.core.online.window import window_gradient
 
     files = log_files()
     data = files[0].read_bytes() if files else bytes(np.random.default_rng(0).integers(32, 96, 200_000, dtype=np.uint8))
@@ -248,7 +251,7 @@ def cost(args) -> str:
     forward = _cpu(run, copy(), hyper, x, False)
     writing = _cpu(run, copy(), hyper, x, True) - forward
     st = copy()
-    width = int(st.counts[1]) + 1
+    width = int(st.counts[ACTIVE]) + 1
     reps = n // (config.window + 1)
     gradient = _cpu(lambda: [window_gradient(st, hyper, flags, width) for _ in range(reps)])
     us = lambda s: 1e6 * s / n  # noqa: E731

@@ -10,7 +10,7 @@ nowhere else:
 * ``parallel`` is **off**: no reductions whose order depends on threads.
 * ``nogil`` is **on**: kernels release the GIL, so the daemon's I/O loop keeps
   answering while streams learn in worker threads.
-* ``cache`` is **on**: compiled machine code is kept on disk so that a second
+* compiled code is **cached**: compiled machine code is kept on disk so that a second
   process starts in a second.  Numba checks a cached kernel against its own
   source file only, not against the modules it calls: after an edit or an
   upgrade of one of those, it would run stale machine code, and a decoder
@@ -18,7 +18,11 @@ nowhere else:
   named after a fingerprint of every source file of :mod:`seqd.core` and
   the Numba version: ``$NUMBA_CACHE_DIR/seqd-<fingerprint>``, or
   ``~/.cache/seqd/numba/seqd-<fingerprint>`` (``$XDG_CACHE_HOME`` honoured).
-  Other code calling Numba in the same process shares that setting.
+  Each of seqd's kernels gets a cache of its own class that looks there
+  (:class:`SeqdCache`); Numba's configuration is left alone, so other code
+  calling Numba in the same process keeps its own cache settings.  Where that
+  directory cannot be written, seqd's kernels are compiled in every process
+  rather than cached anywhere else.
 * ``error_model="numpy"``: division by zero gives inf/nan like NumPy instead of
   raising, so a kernel never needs Python-level exception handling.
 
@@ -33,6 +37,14 @@ import os
 from pathlib import Path
 
 import numba
+from numba.core.caching import (
+    CompileResultCacheImpl,
+    FunctionCache,
+    _CacheLocator,
+    _SourceFileBackedLocatorMixin,
+)
+from numba.core.dispatcher import Dispatcher
+
 
 def source_fingerprint(root: Path = Path(__file__).resolve().parent) -> str:
     """A digest of every ``.py`` file under ``root`` (seqd.core) and of the Numba version: what compiled
@@ -49,16 +61,54 @@ def cache_dir() -> str:
     return os.path.join(base, f"seqd-{source_fingerprint()}")
 
 
-numba.config.CACHE_DIR = cache_dir()  # read by each kernel's cache locator when it is decorated, below
+CACHE_DIR = cache_dir()  # fixed when seqd.core is first imported, like the sources it names
 
-FLAGS = dict(nopython=True, fastmath=False, parallel=False, nogil=True, cache=True, error_model="numpy")
+# every flag but ``cache``: a kernel's cache is attached by :func:`kernel` (see module docstring)
+FLAGS = dict(nopython=True, fastmath=False, parallel=False, nogil=True, error_model="numpy")
+
+
+class _SeqdCacheLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
+    """Numba's cache locator for seqd's kernels: :data:`CACHE_DIR`, whatever ``numba.config`` says.
+
+    Like Numba's own locators, it keeps one sub-directory per source folder
+    and stamps each entry with its source file's hash.
+    """
+
+    def __init__(self, py_func, py_file):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._cache_path = os.path.join(CACHE_DIR, self.get_suitable_cache_subpath(py_file))
+
+    def get_cache_path(self):
+        return self._cache_path
+
+
+class _SeqdCacheImpl(CompileResultCacheImpl):
+    _locator_classes = [_SeqdCacheLocator]
+
+
+class SeqdCache(FunctionCache):
+    """A kernel's on-disk cache of compiled code, in seqd's fingerprinted directory."""
+
+    _impl_class = _SeqdCacheImpl
+
+
+def _cached(dispatcher):
+    """Give ``dispatcher`` seqd's cache: what ``cache=True`` does, with seqd's directory."""
+    if not isinstance(dispatcher, Dispatcher):  # NUMBA_DISABLE_JIT=1: a plain Python function
+        return dispatcher
+    try:
+        dispatcher._cache = SeqdCache(dispatcher.py_func)
+    except RuntimeError:  # no locator: the directory cannot be created or written
+        pass
+    return dispatcher
 
 
 def kernel(func):
-    """Compile ``func`` with seqd's flags (see module docstring)."""
-    return numba.jit(**FLAGS)(func)
+    """Compile ``func`` with seqd's flags and cache (see module docstring)."""
+    return _cached(numba.jit(**FLAGS)(func))
 
 
 def inline_kernel(func):
     """Like :func:`kernel`, for small helpers that are always inlined into a caller."""
-    return numba.jit(**FLAGS, inline="always")(func)
+    return _cached(numba.jit(**FLAGS, inline="always")(func))

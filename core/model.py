@@ -40,13 +40,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .initialization import initial_potentials, unit_transition
+from .kernels.network import Network
+
 MODELS = ("glnn", "gnn", "rnn")
 ACTIVATIONS = ("tanh", "logistic")
-
-# Initialisation constants of seed 000, Section 2 and Appendix A.
-ALPHA = 0.5  # eq. (33) / (76): tau_jjy = -alpha
-INPUT_SCALE = 0.25  # eq. (79): epsilon = mu_j / 4
-RNN_INPUT_SCALE = 0.5  # eq. (69): rho_jy = (u_jy - ...) / 2
 
 
 @dataclass(frozen=True)
@@ -108,6 +106,12 @@ class Params:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
+def network(spec: ModelSpec, params: Params) -> Network:
+    """The kernels' view of a model's evolution: graph, transition and input weights, and the model's flags."""
+    return Network(params.inputs, params.transition_weights, params.input_weights, spec.leak, spec.gated,
+                   spec.activation_code)
+
+
 def random_graph(units: int, degree: int, rng: np.random.Generator) -> np.ndarray:
     """Incoming lists (N+1, d+1): slot 0 = unit 0, slot 1 = self-loop, then d-1 distinct other units."""
     inputs = np.zeros((units + 1, degree + 1), dtype=np.int64)
@@ -157,19 +161,16 @@ def initialize(spec: ModelSpec, nu: np.ndarray, nu_tilde: np.ndarray, rng: np.ra
     v0 = np.zeros(N + 1)
     u = rng.random((N + 1, A))  # u_jy uniform in [0, 1]
     centred = u - (u @ nu_tilde)[:, None]  # u_jy - sum_y' nu~_y' u_jy'
-    j = np.arange(1, N + 1)
-    if spec.model == "glnn":
-        mu = 1.0 / (j + 1.0)  # eq. (33)
-        beta = -np.sqrt(ALPHA * (ALPHA - mu))
-        tau[:, 1:, 1] = -ALPHA  # eq. (31)
-        tau[:, 1:, 0] = (beta[:, None] + INPUT_SCALE * mu[:, None] * centred[1:]).T  # eq. (32)
-        v0[1:] = np.arctanh(beta / ALPHA)
-    else:
-        tau[:, 1:, 1] = 1.0 - 1.0 / j  # eq. (69)
-        if spec.gated:
-            tau[:, 1:, 0] = (RNN_INPUT_SCALE * centred[1:]).T
-        else:
-            rho[:, 1:] = (RNN_INPUT_SCALE * centred[1:]).T
+    for j in range(1, N + 1):  # eqs. (31)-(32) for the GLNN, eq. (69) otherwise (initialization.py)
+        for y in range(A):
+            self_loop, reading = unit_transition(spec.leak, j, centred[j, y], 1.0)
+            s = y if spec.gated else 0
+            tau[s, j, 1] = self_loop
+            if spec.gated:
+                tau[y, j, 0] = reading
+            else:
+                rho[y, j] = reading
+    v0[1:] = initial_potentials(spec.leak, N)
     params = Params(inputs, w, tau, rho, v0)
     if spec.activation != "tanh":
         params = reparametrize(params, spec, "tanh", spec.activation)

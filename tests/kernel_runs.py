@@ -7,13 +7,18 @@ import numpy as np
 from naive import Case
 from seqd.core.kernels.backward import backward
 from seqd.core.kernels.forward import allocate, forward
+from seqd.core.kernels.network import Network
 from seqd.core.kernels.transition import accumulate_transition
 from seqd.core.kernels.writing import accumulate_writing
 
 
+def k_network(c: Case, tau=None, rho=None) -> Network:
+    return Network(c.inputs, c.tau if tau is None else tau, c.rho if rho is None else rho, c.leak, c.gated, c.act_code)
+
+
 def k_forward(c: Case):
     V, a, pi = allocate(c.T, c.N, c.A)
-    ll = forward(c.x, c.chi, c.w, c.tau, c.rho, c.v0, c.inputs, c.leak, c.gated, c.act_code, V, a, pi)
+    ll = forward(k_network(c), c.x, c.chi, c.w, c.v0, V, a, pi)
     return V, a, pi, ll
 
 
@@ -25,7 +30,7 @@ def k_backward(c: Case, a, pi, modulus, B_T=None, m_T=None):
     if m_T is not None:
         m[c.T] = m_T
     scratch = np.zeros((3, c.N + 1))
-    backward(c.x, c.x, c.chi, c.w, c.tau, a, pi, c.inputs, c.leak, c.gated, c.act_code, modulus, B, m, scratch)
+    backward(k_network(c), c.x, c.x, c.chi, c.w, a, pi, modulus, B, m, scratch)
     return B, m
 
 

@@ -32,7 +32,7 @@ import pytest
 
 import naive
 from seqd.core.online import OnlineConfig, OnlineLearner
-from seqd.core.online import state as online_state
+from seqd.core.online import snapshot
 from seqd.core.online.context import (
     FIELD,
     LINE_START,
@@ -50,15 +50,10 @@ from seqd.core.online.context import (
     features,
     observe,
 )
-from seqd.core.online.kernels import (
-    H_CTX_PRIOR,
-    H_CTX_WEIGHT,
-    H_GW,
-    activate_symbol,
-    context_writing_update,
-    writing_update,
-)
-from seqd.core.online.state import ACTIVE, ETA_W, SYMBOLS, new_state
+from seqd.core.online.alphabet import activate_symbol
+from seqd.core.online.config import H
+from seqd.core.online.writing import context_writing_update, writing_update
+from seqd.core.online.state import ACTIVE, ETA_W, SYMBOLS, OnlineState, new_state
 
 REL = 1e-12
 
@@ -393,7 +388,7 @@ def _with_crc(payload: bytes) -> bytes:
 
 def _array_offset(data: bytes, name: str) -> int:
     """Where array ``name`` starts in a snapshot (``state.to_bytes``'s layout)."""
-    header = online_state._HEADER
+    header = snapshot._HEADER
     _, _, hlen = header.unpack_from(data)
     offset = header.size + hlen
     for array, dtype, shape in json.loads(data[header.size:header.size + hlen])["arrays"]:
@@ -424,11 +419,11 @@ def test_damaged_context_snapshot_is_rejected():
                       ("hist", np.zeros(7, dtype=np.uint16)), ("ctx_P", np.zeros((3, 3)))):
         st = learner.state._replace(**{name: arr})
         with pytest.raises(ValueError, match=f"'{name}'"):
-            OnlineLearner.from_bytes(online_state.to_bytes(cfg, st))
+            OnlineLearner.from_bytes(snapshot.to_bytes(cfg, st))
     # a snapshot whose configuration has other context units
     other = OnlineConfig(units=2, **{**SNAP, "context_orders": (1, 2)})
     with pytest.raises(ValueError, match="expected"):
-        OnlineLearner.from_bytes(online_state.to_bytes(other, learner.state))
+        OnlineLearner.from_bytes(snapshot.to_bytes(other, learner.state))
 
 
 # -- 4. silent context units change nothing ---------------------------------------------------------
@@ -541,12 +536,12 @@ def test_context_writing_update_matches_a_dense_inverse(seed):
             assert err_after[y] == err[y] and st.ctx_updates[y] == before["ctx_updates"][y]
             continue
         P, step, w, e = naive.context_block_update(
-            before["ctx_P"][y], st.feat[:, y], curv[y], err[y], before["ctx_w"][:, y], hyper[H_GW], hyper[H_CTX_PRIOR],
-            hyper[H_CTX_WEIGHT], st.reals[ETA_W], before["ctx_updates"][y])
+            before["ctx_P"][y], st.feat[:, y], curv[y], err[y], before["ctx_w"][:, y], hyper[H.writing_discount], hyper[H.context_prior],
+            hyper[H.context_weight], st.reals[ETA_W], before["ctx_updates"][y])
         np.testing.assert_allclose(st.ctx_P[y], P, rtol=1e-10, atol=1e-10 * np.abs(P).max())
         assert np.array_equal(st.ctx_P[y], st.ctx_P[y].T)
         # the step is P grad with the P after the update
-        grad = err[y] * st.feat[:, y] - hyper[H_GW] * hyper[H_CTX_PRIOR] * (before["ctx_w"][:, y] - hyper[H_CTX_WEIGHT])
+        grad = err[y] * st.feat[:, y] - hyper[H.writing_discount] * hyper[H.context_prior] * (before["ctx_w"][:, y] - hyper[H.context_weight])
         np.testing.assert_allclose((st.ctx_w[:, y] - before["ctx_w"][:, y]) / st.reals[ETA_W], st.ctx_P[y] @ grad,
                                    rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(st.ctx_w[:, y], w, rtol=1e-10, atol=1e-12)
@@ -693,7 +688,7 @@ def test_from_bytes_validates_the_context_units(corrupt):
     cfg = OnlineConfig(units=2, **SNAP)
     learner = OnlineLearner(cfg)
     learner.learn(log_text(600, seed=9))
-    st = online_state.OnlineState(*(np.array(a, copy=True) for a in learner.state))
+    st = OnlineState(*(np.array(a, copy=True) for a in learner.state))
     if corrupt == "counted-symbol":
         st.ctx_sym[st.ctx_cnt > 0] = 60000
     elif corrupt == "history-symbol":
@@ -703,4 +698,4 @@ def test_from_bytes_validates_the_context_units(corrupt):
     else:
         st.ctx_kind[2, 1] = 10**12
     with pytest.raises(ValueError, match="inconsistent"):
-        OnlineLearner.from_bytes(online_state.to_bytes(cfg, st))
+        OnlineLearner.from_bytes(snapshot.to_bytes(cfg, st))

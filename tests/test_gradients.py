@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from naive import Case
-from kernel_runs import k_writing, pipeline
+from kernel_runs import k_network, k_writing, pipeline
 from seqd.core.kernels.backward import NO_MODULUS, RBPM
 from seqd.core.kernels.forward import allocate, forward
 
@@ -46,9 +46,7 @@ def close_fd(numeric, analytic, rel=REL):
 
 def loglik(c: Case, w=None, tau=None, rho=None, v0=None) -> float:
     V, a, pi = allocate(c.T, c.N, c.A)
-    return forward(c.x, c.chi, c.w if w is None else w, c.tau if tau is None else tau,
-                   c.rho if rho is None else rho, c.v0 if v0 is None else v0, c.inputs,
-                   c.leak, c.gated, c.act_code, V, a, pi)
+    return forward(k_network(c, tau, rho), c.x, c.chi, c.w if w is None else w, c.v0 if v0 is None else v0, V, a, pi)
 
 
 def numeric_gradient(c: Case, name: str, indices, h=STEP) -> np.ndarray:

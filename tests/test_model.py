@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from seqd.core.model import ALPHA, ModelSpec, initialize, random_graph, reparametrize, symbol_frequencies
+from seqd.core.initialization import (
+    ALPHA,
+    initial_potentials,
+    logistic_potentials,
+    logistic_transition,
+    unit_transition,
+)
+from seqd.core.model import ModelSpec, initialize, random_graph, reparametrize, symbol_frequencies
 
 
 def test_graph_has_bias_self_loop_and_distinct_inputs():
@@ -68,3 +75,18 @@ def test_spec_validation():
     p = initialize(spec, np.full(3, 1 / 3), np.full(3, 1 / 3), np.random.default_rng(0))
     with pytest.raises(ValueError, match="unknown activations"):
         reparametrize(p, spec, "tanh", "relu")
+
+
+@pytest.mark.parametrize("model", ["glnn", "gnn"])
+def test_unit_initialisation_maps_to_logistic_as_reparametrize_does(model):
+    """The online learner's per-unit tanh -> logistic map is model.reparametrize's, bit for bit."""
+    spec = ModelSpec(model=model, units=7, degree=3, alphabet_size=4)
+    p = initialize(spec, np.full(4, 0.25), np.full(4, 0.25), np.random.default_rng(3))
+    mapped = reparametrize(p, spec, "tanh", "logistic")
+    for y in range(4):
+        for j in range(1, 8):
+            self_loop, bias = logistic_transition(p.transition_weights[y, j, 1], p.transition_weights[y, j, 0])
+            assert (bias, self_loop) == tuple(mapped.transition_weights[y, j, :2])  # slot 0: unit 0, slot 1: j
+            assert unit_transition(spec.leak, j, 0.0, 1.0)[0] == p.transition_weights[y, j, 1]
+    assert np.array_equal(logistic_potentials(p.initial_potential[1:]), mapped.initial_potential[1:])
+    assert np.array_equal(initial_potentials(spec.leak, 7), p.initial_potential[1:])

@@ -27,19 +27,15 @@ import pytest
 import naive
 from seqd.core.kernels.backward import RBPM, RUOP, backward
 from seqd.core.kernels.forward import allocate, evolve_into, forward
+from seqd.core.kernels.network import Network
 from seqd.core.kernels.transition import accumulate_transition
 from seqd.core.online import OnlineConfig, OnlineLearner
-from seqd.core.online import state as online_state
-from seqd.core.online.kernels import (
-    F_ACT,
-    F_MODULUS,
-    H_LEAK,
-    activate_symbol,
-    block_step,
-    metric_contribution,
-    window_gradient,
-)
-from seqd.core.online.state import WINDOW_POS, new_state
+from seqd.core.online import snapshot, tables
+from seqd.core.online.alphabet import activate_symbol
+from seqd.core.online.config import F, H
+from seqd.core.online.metric_blocks import block_step, metric_contribution
+from seqd.core.online.state import ACTIVE, WINDOW_POS, OnlineState, new_state
+from seqd.core.online.window import window_gradient
 
 REL = 1e-10
 
@@ -249,10 +245,9 @@ def _window_problem(seed, method, model="glnn", activation="tanh", escape=False)
     st.V[0, 0] = 0.0
     st.a[0] = _act(st.V[0], activation)
     st.a[0, 0] = 1.0
-    empty = np.zeros((0, 0))
+    net = Network(st.inputs, st.tau, np.zeros((0, 0)), hyper[H.leak], True, flags[F.activation_code])
     for k in range(K + 1):
-        evolve_into(st.V[k], st.a[k], st.x[k], st.tau, empty, st.inputs, hyper[H_LEAK], True, flags[F_ACT],
-                    st.V[k + 1], st.a[k + 1])
+        evolve_into(net, st.V[k], st.a[k], st.x[k], st.V[k + 1], st.a[k + 1])
     return cfg, st, hyper, flags, width
 
 
@@ -264,14 +259,13 @@ def _batch_window(cfg, st, hyper, flags, width):
     targets = st.targets.copy()
     w = np.ascontiguousarray(st.w[:, :width])
     V, a, pi = allocate(K + 1, N1 - 1, width)
-    forward(x, np.ones(K + 1), w, st.tau, np.zeros((1, N1)), st.V[0].copy(), st.inputs, hyper[H_LEAK], True,
-            flags[F_ACT], V, a, pi)
+    net = Network(st.inputs, st.tau, np.zeros((1, N1)), hyper[H.leak], True, flags[F.activation_code])
+    forward(net, x, np.ones(K + 1), w, st.V[0].copy(), V, a, pi)
     chi = np.ones(K + 1)
     chi[0] = 0.0  # output 0 comes before the window's transitions
     B = np.zeros((K + 2, N1))
     m = np.zeros((K + 2, N1))
-    backward(x, targets, chi, w, st.tau, a, pi, st.inputs, hyper[H_LEAK], True, flags[F_ACT], flags[F_MODULUS],
-             B, m, np.zeros((3, N1)))
+    backward(net, x, targets, chi, w, a, pi, flags[F.modulus], B, m, np.zeros((3, N1)))
     S = st.tau.shape[0]
     G = np.zeros((S, N1, D))
     M = np.zeros((S, N1, D, D))
@@ -369,9 +363,9 @@ def test_window_metric_contributions_match_dense_discounted_sums(method, escape)
 def test_context_tables_of_megabytes_are_mapped_on_huge_page_boundaries_and_restored_so():
     """The tables go to the kernel as candidates for transparent huge pages (a speed matter only): their
     values, their snapshots and what the learner does with them are those of ordinary arrays."""
-    small = online_state.table_array((10,), np.int64)
+    small = tables.table_array((10,), np.int64)
     assert small.shape == (10,) and not small.any()
-    table = online_state.table_array((3, 1 << 19), np.uint16)
+    table = tables.table_array((3, 1 << 19), np.uint16)
     assert table.shape == (3, 1 << 19) and table.dtype == np.uint16 and not table.any()
     table[2, -1] = 7  # writable, to its last element
     huge_pages = hasattr(mmap, "MADV_HUGEPAGE")
@@ -383,9 +377,9 @@ def test_context_tables_of_megabytes_are_mapped_on_huge_page_boundaries_and_rest
     for name in ("ctx_tag", "ctx_sym", "ctx_cnt", "hist", "match_table"):
         for state in (learner.state, restored.state):
             arr = getattr(state, name)
-            assert arr.nbytes >= online_state.HUGE_PAGE and arr.flags.writeable and arr.flags.c_contiguous
+            assert arr.nbytes >= tables.HUGE_PAGE and arr.flags.writeable and arr.flags.c_contiguous
             if huge_pages:
-                assert arr.ctypes.data % online_state.HUGE_PAGE == 0, name
+                assert arr.ctypes.data % tables.HUGE_PAGE == 0, name
         assert np.array_equal(getattr(learner.state, name), getattr(restored.state, name))
     assert np.array_equal(restored.learn(text[:200]), learner.learn(text[:200]))
 
@@ -442,7 +436,7 @@ def test_snapshot_parts_are_the_format_built_independently_and_views_of_the_stat
                          "arrays": [[name, getattr(learner.state, name).dtype.str,
                                      list(getattr(learner.state, name).shape)] for name in learner.state._fields]},
                         sort_keys=True).encode()
-    payload = online_state._HEADER.pack(online_state.FORMAT_MAGIC, online_state.FORMAT_VERSION, len(header)) \
+    payload = snapshot._HEADER.pack(snapshot.FORMAT_MAGIC, snapshot.FORMAT_VERSION, len(header)) \
         + header + b"".join(np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<")).tobytes()
                             for arr in learner.state)
     assert b"".join(parts) == _with_crc(payload) == learner.to_bytes()
@@ -477,7 +471,7 @@ def test_from_bytes_rejects_damaged_snapshots():
         OnlineLearner.from_bytes(bytes(last))
     # a newer format version
     newer = bytearray(data[:-4])
-    struct.pack_into("<I", newer, 8, online_state.FORMAT_VERSION + 1)
+    struct.pack_into("<I", newer, 8, snapshot.FORMAT_VERSION + 1)
     with pytest.raises(ValueError, match="newer"):
         OnlineLearner.from_bytes(_with_crc(bytes(newer)))
 
@@ -487,7 +481,7 @@ def test_from_bytes_rejects_non_finite_values(name):
     learner = _trained_snapshot()
     arr = getattr(learner.state, name)
     arr.reshape(-1)[arr.size // 2] = np.nan if name != "reals" else np.inf
-    data = online_state.to_bytes(learner.config, learner.state)  # a valid checksum over the NaN
+    data = snapshot.to_bytes(learner.config, learner.state)  # a valid checksum over the NaN
     with pytest.raises(ValueError, match=f"non-finite value in '{name}'"):
         OnlineLearner.from_bytes(data)
 
@@ -497,18 +491,18 @@ def test_from_bytes_rejects_wrong_shapes(name):
     learner = _trained_snapshot()
     st = learner.state._replace(**{name: np.zeros((3, 3))})
     with pytest.raises(ValueError, match=f"'{name}' is float64"):
-        OnlineLearner.from_bytes(online_state.to_bytes(learner.config, st))
+        OnlineLearner.from_bytes(snapshot.to_bytes(learner.config, st))
 
 
 @pytest.mark.parametrize("corrupt", ["window_pos", "active", "code", "target", "graph"])
 def test_from_bytes_rejects_indices_out_of_range(corrupt):
     """Indices the kernels trust without bounds checks are validated on restore."""
     learner = _trained_snapshot()
-    st = online_state.OnlineState(*(np.array(a, copy=True) for a in learner.state))
+    st = OnlineState(*(np.array(a, copy=True) for a in learner.state))
     if corrupt == "window_pos":
-        st.counts[online_state.WINDOW_POS] = 10**6
+        st.counts[WINDOW_POS] = 10**6
     elif corrupt == "active":
-        st.counts[online_state.ACTIVE] = learner.config.alphabet_cap + 1
+        st.counts[ACTIVE] = learner.config.alphabet_cap + 1
     elif corrupt == "code":
         st.code_of[np.flatnonzero(st.code_of)[0]] = 10**6
     elif corrupt == "target":
@@ -516,7 +510,7 @@ def test_from_bytes_rejects_indices_out_of_range(corrupt):
     else:
         st.inputs[1, 1] = 10**6
     with pytest.raises(ValueError, match="inconsistent"):
-        OnlineLearner.from_bytes(online_state.to_bytes(learner.config, st))
+        OnlineLearner.from_bytes(snapshot.to_bytes(learner.config, st))
 
 
 def test_filling_the_alphabet_mid_window_is_not_a_numerical_failure():

@@ -25,7 +25,9 @@ from seqd.core.online import OnlineConfig
 
 # The kernels and state layout compared here: internal entry points, imported in this one place only.
 from seqd.core.online.context import NNZ
-from seqd.core.online.kernels import activate_symbol, predict_step, unit_uniform, writing_update
+from seqd.core.online.alphabet import activate_symbol, unit_uniform
+from seqd.core.online.steps import predict_step
+from seqd.core.online.writing import writing_update
 from seqd.core.online.state import ACTIVE, WINDOW_POS, OnlineState, new_state
 
 REL = 1e-12

@@ -11,8 +11,8 @@ NO_MODULUS = 2  # non-invariant methods need B only
 
 
 @kernel
-def backward(x, targets, chi, w, tau, a, pi, inputs, leak, gated, activation, modulus, B, m, scratch):
-    """Fill ``B[t, i] = d log Pr / d V_i^t`` and the modulus ``m[t, i]`` for t = T-1 .. 0.
+def backward(net, x, targets, chi, w, a, pi, modulus, B, m, scratch):
+    """For ``net`` (a ``network.Network``) with writing weights ``w``, fill ``B[t, i] = d log Pr / d V_i^t`` and the modulus ``m[t, i]`` for t = T-1 .. 0.
 
     ``B[T]`` and ``m[T]`` are read as boundary values (zero for a whole
     sequence, eq. 22 "initialized with B^T = 0"; a truncated window passes its
@@ -35,6 +35,7 @@ def backward(x, targets, chi, w, tau, a, pi, inputs, leak, gated, activation, mo
 
     RUOP modulus (eq. 23): m_i^t = (B_i^t)^2.
     """
+    inputs, tau, _, leak, gated, activation = net
     T = x.shape[0]
     N1, D = inputs.shape
     A = w.shape[1]

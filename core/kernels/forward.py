@@ -47,8 +47,9 @@ def _vote_and_normalize(a_t, w, out):
 
 
 @kernel
-def evolve_into(v_t, a_t, x_t, tau, rho, inputs, leak, gated, activation, v_next, a_next):
-    """One transition: V^{t+1} from V^t, a^t and the symbol x_t (eqs. 8, 10, 13)."""
+def evolve_into(net, v_t, a_t, x_t, v_next, a_next):
+    """One transition of ``net`` (a ``network.Network``): V^{t+1} from V^t, a^t and the symbol x_t (eqs. 8, 10, 13)."""
+    inputs, tau, rho, leak, gated, activation = net
     N1, D = inputs.shape
     sym = x_t if gated else 0
     a_next[0] = 1.0
@@ -64,8 +65,8 @@ def evolve_into(v_t, a_t, x_t, tau, rho, inputs, leak, gated, activation, v_next
 
 
 @kernel
-def forward(x, chi, w, tau, rho, v0, inputs, leak, gated, activation, V, a, pi):
-    """Run the network over ``x`` from ``V^0 = v0``.
+def forward(net, x, chi, w, v0, V, a, pi):
+    """Run ``net`` (a ``network.Network``) with writing weights ``w`` over ``x`` from ``V^0 = v0``.
 
     Fills ``V`` and ``a`` (T+1, N+1; row t is time t, column 0 is unit 0 with
     a_0 = 1) and ``pi`` (T, A), and returns ``sum_t chi_t log pi_t(x_t)`` in
@@ -76,13 +77,13 @@ def forward(x, chi, w, tau, rho, v0, inputs, leak, gated, activation, V, a, pi):
     V[0, 0] = 0.0
     a[0, 0] = 1.0
     for j in range(1, V.shape[1]):
-        a[0, j] = activate(V[0, j], activation)
+        a[0, j] = activate(V[0, j], net.activation)
     loglik = 0.0
     for t in range(T):
         softmax_into(a[t], w, pi[t])
         if chi[t] != 0.0:
             loglik += chi[t] * math.log(pi[t, x[t]])
-        evolve_into(V[t], a[t], x[t], tau, rho, inputs, leak, gated, activation, V[t + 1], a[t + 1])
+        evolve_into(net, V[t], a[t], x[t], V[t + 1], a[t + 1])
     return loglik
 
 

@@ -14,8 +14,9 @@ import numpy as np
 
 from .. import coder
 from ..jit import kernel
-from .kernels import F_CAP, learn_step, predict_step
+from .config import F
 from .state import ACTIVE, WINDOW_POS
+from .steps import learn_step, predict_step
 
 
 @kernel
@@ -29,7 +30,7 @@ def _interval(freq, code):
 @kernel
 def encode_symbols(st, hyper, flags, symbols, cst, out, freq):
     """Encode ``symbols`` into ``out`` with coder state ``cst`` (``coder.encoder_state``)."""
-    cap = flags[F_CAP]
+    cap = flags[F.alphabet_cap]
     for t in range(symbols.shape[0]):
         symbol = symbols[t]
         width = predict_step(st, flags)
@@ -49,7 +50,7 @@ def encode_symbols(st, hyper, flags, symbols, cst, out, freq):
 @kernel
 def decode_symbols(st, hyper, flags, data, cst, out, freq):
     """Decode ``out.shape[0]`` symbols from ``data`` (coder state ``coder.decoder_state(data)``)."""
-    cap = flags[F_CAP]
+    cap = flags[F.alphabet_cap]
     for t in range(out.shape[0]):
         width = predict_step(st, flags)
         first = 1 if st.counts[ACTIVE] == cap else 0

@@ -16,22 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels import learn_buffer, predict_into
-from .state import (
-    ACTIVE,
-    ETA_TAU,
-    ETA_W,
-    NONFINITE,
-    REJECTED,
-    SYMBOLS,
-    WINDOWS,
-    OnlineConfig,
-    OnlineState,
-    from_bytes,
-    new_state,
-    snapshot_parts,
-    to_bytes,
-)
+from .config import OnlineConfig
+from .snapshot import from_bytes, snapshot_parts, to_bytes
+from .state import ACTIVE, ETA_TAU, ETA_W, NONFINITE, REJECTED, SYMBOLS, WINDOWS, OnlineState, new_state
+from .steps import learn_buffer, predict_into
 
 
 class OnlineLearner:

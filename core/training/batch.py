@@ -25,7 +25,7 @@ from ..kernels.backward import backward
 from ..kernels.forward import allocate, forward
 from ..kernels.transition import accumulate_transition, solve_blocks, solve_quasi_diagonal
 from ..kernels.writing import accumulate_writing, diagonal_step, quasi_diagonal_step
-from ..model import ModelSpec, Params
+from ..model import ModelSpec, Params, network
 from .methods import Method, get_method
 
 LN2 = float(np.log(2.0))
@@ -124,10 +124,8 @@ class BatchTrainer:
     # -- evaluation --------------------------------------------------------
     def _forward(self, params: Params, buf: _Buffers) -> float:
         s = self.spec
-        return forward(
-            self.symbols, self.chi, params.writing_weights, params.transition_weights, params.input_weights,
-            params.initial_potential, params.inputs, s.leak, s.gated, s.activation_code, buf.V, buf.a, buf.pi,
-        )
+        return forward(network(s, params), self.symbols, self.chi, params.writing_weights, params.initial_potential,
+                       buf.V, buf.a, buf.pi)
 
     @property
     def log2_likelihood(self) -> float:
@@ -150,9 +148,8 @@ class BatchTrainer:
         s, p, cur, meth = self.spec, self.params, self._current, self.method
         self._B[-1].fill(0.0)
         self._m[-1].fill(0.0)
-        backward(self.symbols, self.symbols, self.chi, p.writing_weights, p.transition_weights, cur.a, cur.pi, p.inputs,
-            s.leak, s.gated, s.activation_code, meth.modulus, self._B, self._m, self._scratch,
-        )
+        backward(network(s, p), self.symbols, self.symbols, self.chi, p.writing_weights, cur.a, cur.pi, meth.modulus,
+                 self._B, self._m, self._scratch)
         for arr in (self._G, self._G_rho, self._M, self._M_rho):
             arr.fill(0.0)
         accumulate_transition(
@@ -280,8 +277,7 @@ def evaluate(spec: ModelSpec, params: Params, symbols, predict_mask=None, true_l
     x = np.ascontiguousarray(symbols, dtype=np.int64)
     chi = np.ones(len(x)) if predict_mask is None else np.ascontiguousarray(predict_mask, dtype=np.float64)
     V, a, pi = allocate(len(x), spec.units, spec.alphabet_size)
-    forward(x, chi, params.writing_weights, params.transition_weights, params.input_weights, params.initial_potential,
-            params.inputs, spec.leak, spec.gated, spec.activation_code, V, a, pi)
+    forward(network(spec, params), x, chi, params.writing_weights, params.initial_potential, V, a, pi)
     if regularize:
         lp = np.empty(len(x))
         regularized_log2_probs(x, pi, lp)

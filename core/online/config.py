@@ -1,0 +1,208 @@
+"""The online learner's hyper-parameters, and the layout in which its kernels read them.
+
+:class:`OnlineConfig` holds the settings under their constructor names.  The
+kernels cannot read a dataclass, so the settings they need travel as two
+arrays, ``hyper`` (floats) and ``flags`` (integers).  The order of each array
+is written once, as a tuple of names (:data:`HYPER`, :data:`FLAGS`): the
+packing (:meth:`OnlineConfig.hyper`, :meth:`OnlineConfig.flags`) reads the
+config's attribute of each name in that order, and the kernels read position
+``H.<name>`` / ``F.<name>``, a named tuple of the positions built from the
+same tuple (Numba reads a global named tuple as a compile-time constant).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from ..kernels.backward import RBPM, RUOP
+from ..model import ACTIVATIONS
+from .context import COLUMN, MATCH, ORDER, WORD
+
+# the float settings the kernels read, in their order in ``OnlineConfig.hyper()``
+HYPER = (
+    "leak",
+    "input_scale",
+    "writing_discount",
+    "writing_prior",
+    "metric_discount",
+    "metric_prior",
+    "max_transition_rate",
+    "rate_growth",
+    "rate_shrink",
+    "context_weight",
+    "context_prior",
+)
+# the integer settings the kernels read, in their order in ``OnlineConfig.flags()``
+FLAGS = (
+    "window",
+    "activation_code",
+    "modulus",
+    "quasi_diagonal",
+    "alphabet_cap",
+    "symbol_seed",
+    "context_bits",
+    "count_limit",
+    "match_min",
+)
+
+
+def positions(name: str, names: tuple[str, ...]):
+    """A named tuple whose field ``n`` is the position of ``n`` in ``names``."""
+    return namedtuple(name, names)(*range(len(names)))
+
+
+H = positions("HyperPositions", HYPER)  # hyper[H.writing_discount] is gamma_w
+F = positions("FlagPositions", FLAGS)  # flags[F.window] is K
+
+
+@dataclass(frozen=True)
+class OnlineConfig:
+    """Hyper-parameters of an online learner, stored under their constructor names.
+
+    One default serves every stream; ``docs/online.md`` records how each was
+    chosen.
+    """
+
+    model: str = "glnn"  # "glnn" or "gnn" (gated models: per-symbol metric blocks)
+    units: int = 32
+    degree: int = 3
+    activation: str = "tanh"
+    alphabet_cap: int = 256  # symbols are integers in [0, alphabet_cap)
+    method: str = "rbpm"  # rbpm, ruop (full blocks, Sherman-Morrison) or qdrbpm, qdruop
+    window: int = 16  # truncated BPTT window K (symbols per transition update)
+    input_scale: float = 16.0  # multiplies the reading rates mu_j/4 of eq. (32)
+    writing_discount: float = 1.0 / 4096  # gamma_w of the writing Hessian sums
+    writing_prior: float = 1.0  # prior mass kept in every writing Hessian diagonal
+    writing_rate: float = 1.0  # eta_w (the quasi-diagonal Newton step is self-scaled)
+    metric_discount: float = 1.0 / 1024  # gamma_tau per contribution to a metric block
+    metric_prior: float = 1.0  # prior mass kept in every metric block's diagonal
+    transition_rate: float | None = None  # initial eta_tau; None: 1/N as in seed 000
+    max_transition_rate: float = 1.0  # eta_tau <= 1: never beyond the Newton step of the discounted metric
+    rate_growth: float = 1.1
+    rate_shrink: float = 0.5
+    seed: int = 0
+    # context units (``context.py``); all off by default: the pure GLNN of seed 000
+    context_orders: tuple[int, ...] = ()  # increasing orders of the hashed context chain
+    column_context: bool = False  # (column, symbol above) source
+    word_context: bool = False  # (field number, current word) source
+    match_min: int = 0  # match model: shortest repeat it follows (0: no match model)
+    context_bits: int = 16  # log2 of the slots per hashed source
+    context_entries: int = 16  # (symbol, count) pairs per slot
+    count_limit: int = 127  # a count reaching it halves its slot's (and a match bucket's) counts
+    history_bits: int = 20  # log2 of the symbols of history kept for the match and column sources
+    match_bits: int = 18  # log2 of the match model's hash table
+    context_weight: float = 0.3  # initial context weight, and the centre of its prior
+    context_prior: float = 10.0  # prior mass kept in the context weights' metric (lambda_w for them)
+
+    @classmethod
+    def bytes_default(cls, **overrides) -> "OnlineConfig":
+        """The default model for byte streams (logs, ``seqd compress``): a small GLNN plus context units."""
+        settings = dict(units=4, context_orders=(1, 2, 3, 4, 6, 8, 12, 16), column_context=True,
+                        word_context=True, match_min=6)
+        settings.update(overrides)
+        return cls(**settings)
+
+    def __post_init__(self):
+        object.__setattr__(self, "context_orders", tuple(int(k) for k in self.context_orders))
+        for field in fields(self):  # an int given for a float setting must not make an int array
+            if field.type in ("float", "float | None") and isinstance(getattr(self, field.name), int) \
+                    and not isinstance(getattr(self, field.name), bool):
+                object.__setattr__(self, field.name, float(getattr(self, field.name)))
+        orders = self.context_orders
+        if any(k < 1 for k in orders) or list(orders) != sorted(set(orders)):
+            raise ValueError(f"context_orders must be distinct positive integers in increasing order, got {orders}")
+        if not 10 <= self.context_bits <= 26 or not 10 <= self.history_bits <= 30 or not 10 <= self.match_bits <= 26:
+            raise ValueError("context_bits and match_bits must be in [10, 26], history_bits in [10, 30]")
+        if orders and orders[-1] > 1 << self.history_bits:  # an order-k context reads the history k symbols back
+            raise ValueError(f"context_orders must not exceed the history of 2**history_bits = {1 << self.history_bits} "
+                             f"symbols, got order {orders[-1]}")
+        if not 1 <= self.context_entries <= 64:
+            raise ValueError(f"context_entries must be in [1, 64], got {self.context_entries}")
+        if not 2 <= self.count_limit <= 65535:
+            raise ValueError(f"count_limit must be in [2, 65535], got {self.count_limit}")
+        if self.match_min < 0 or self.match_min > 64:
+            raise ValueError(f"match_min must be in [0, 64] (0: no match model), got {self.match_min}")
+        if not (math.isfinite(self.context_prior) and self.context_prior > 0.0):
+            raise ValueError(f"context_prior must be finite and > 0, got {self.context_prior}")
+        if not math.isfinite(self.context_weight):
+            raise ValueError(f"context_weight must be finite, got {self.context_weight}")
+        if self.model not in ("glnn", "gnn"):
+            raise ValueError(f"online model must be 'glnn' or 'gnn' (gated, per-symbol metric blocks), got {self.model!r}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        if self.method not in ("rbpm", "ruop", "qdrbpm", "qdruop"):
+            raise ValueError(f"online method must be rbpm, ruop, qdrbpm or qdruop, got {self.method!r}")
+        if self.units == 0 and not self.sources:
+            raise ValueError("units=0 (no recurrent units) needs context units to predict with")
+        if self.units < 0 or self.degree < 1 or (self.units > 0 and self.degree > self.units):
+            raise ValueError(f"need units >= 0 and 1 <= degree <= units, got units={self.units}, degree={self.degree}")
+        if not 1 <= self.alphabet_cap <= 65536:
+            raise ValueError(f"alphabet_cap must be in [1, 65536], got {self.alphabet_cap}")
+        if self.window < 1:
+            raise ValueError(f"window must be >= 1, got {self.window}")
+        for name in ("writing_discount", "metric_discount"):
+            v = getattr(self, name)
+            if not 0.0 < v < 1.0:
+                raise ValueError(f"{name} must be in (0, 1), got {v}")
+        for name in ("writing_prior", "metric_prior", "writing_rate", "input_scale", "max_transition_rate"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v > 0.0):
+                raise ValueError(f"{name} must be finite and > 0, got {v}")
+        if not 0.0 < self.rate_shrink < 1.0:
+            raise ValueError(f"rate_shrink must be in (0, 1), got {self.rate_shrink}")
+        if not (math.isfinite(self.rate_growth) and self.rate_growth >= 1.0):
+            raise ValueError(f"rate_growth must be finite and >= 1, got {self.rate_growth}")
+        if self.transition_rate is not None and not 0.0 < self.transition_rate <= self.max_transition_rate:
+            raise ValueError(f"transition_rate must be in (0, max_transition_rate={self.max_transition_rate}], "
+                             f"got {self.transition_rate}")
+
+    @property
+    def sources(self) -> list[tuple[int, int]]:
+        """The context units as (kind, order) pairs, in the order of their weights (``context.py``)."""
+        out = [(ORDER, k) for k in self.context_orders]
+        if self.column_context:
+            out.append((COLUMN, 0))
+        if self.word_context:
+            out.append((WORD, 0))
+        if self.match_min:
+            out.append((MATCH, self.match_min))
+        return out
+
+    @property
+    def leak(self) -> float:
+        """1 for the GLNN (eq. 13), 0 for the GNN (eq. 10): the evolution's factor on V^t."""
+        return 1.0 if self.model == "glnn" else 0.0
+
+    @property
+    def activation_code(self) -> int:
+        """The activation as the kernels name it (``kernels.activation``: 0 tanh, 1 logistic)."""
+        return ACTIVATIONS.index(self.activation)
+
+    @property
+    def symbol_seed(self) -> int:
+        """The seed of the per-(unit, symbol) uniforms of ``alphabet.unit_uniform``, as a non-negative int64."""
+        return self.seed & 0x7FFFFFFFFFFFFFFF
+
+    @property
+    def slots(self) -> int:
+        return self.degree + 1
+
+    @property
+    def modulus(self) -> int:
+        return RUOP if self.method.endswith("ruop") else RBPM
+
+    @property
+    def quasi_diagonal(self) -> bool:
+        return self.method.startswith("qd")
+
+    def hyper(self) -> np.ndarray:
+        """The float settings the kernels read, in the order of :data:`HYPER` (read as ``hyper[H.<name>]``)."""
+        return np.array([float(getattr(self, name)) for name in HYPER])
+
+    def flags(self) -> np.ndarray:
+        """The integer settings the kernels read, in the order of :data:`FLAGS` (read as ``flags[F.<name>]``)."""
+        return np.array([int(getattr(self, name)) for name in FLAGS], dtype=np.int64)

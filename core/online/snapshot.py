@@ -1,0 +1,166 @@
+"""The learner's snapshot format: versioned, checksummed, and restored bit for bit.
+
+A snapshot is a header (magic, format version, length of a JSON description:
+the configuration and each array's name, dtype and shape), then every array
+of :class:`OnlineState` in little-endian order, then a CRC-32 of all that.
+Restoring checks everything the kernels rely on without bounds checks, so a
+damaged or forged snapshot is a clear ``ValueError``, never a crash
+(``docs/format.md``).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from dataclasses import asdict
+
+import numpy as np
+
+from .config import OnlineConfig
+from .context import LINE_START, MATCH_LEN, MATCH_PTR, NNZ, ORDER0_TOTAL, POS, PREV_LINE_LEN, PREV_LINE_START
+from .state import ACTIVE, WINDOW_POS, OnlineState, new_state
+from .tables import owned_copy
+
+FORMAT_MAGIC = b"SEQDLRN\x00"
+FORMAT_VERSION = 1
+
+_HEADER = struct.Struct("<8sII")  # magic, version, header length
+
+
+def to_bytes(config: OnlineConfig, state: OnlineState) -> bytes:
+    """Versioned, checksummed snapshot: restoring it continues the stream bit for bit."""
+    return b"".join(snapshot_parts(config, state))
+
+
+def snapshot_parts(config: OnlineConfig, state: OnlineState) -> list[memoryview]:
+    """The snapshot of :func:`to_bytes` as a list of buffers to be written in turn, in the same format.
+
+    On a little-endian machine the arrays are not copied: the buffers are
+    views of the state, valid while nothing learns.  The checksum and a
+    file's ``write`` of a large buffer run without the GIL, so a thread that
+    writes a snapshot of tens of megabytes does not stall the others (a
+    single ``bytes`` of it would be built, and copied again, with the GIL held).
+    """
+    arrays = {name: np.ascontiguousarray(getattr(state, name)) for name in OnlineState._fields}
+    meta = {
+        "config": asdict(config),
+        "arrays": [[name, arr.dtype.str, list(arr.shape)] for name, arr in arrays.items()],
+    }
+    header = json.dumps(meta, sort_keys=True).encode()
+    parts = [memoryview(_HEADER.pack(FORMAT_MAGIC, FORMAT_VERSION, len(header)) + header)]
+    for arr in arrays.values():
+        little = np.ascontiguousarray(arr.astype(arr.dtype.newbyteorder("<"), copy=False))
+        parts.append(memoryview(little.reshape(-1).view(np.uint8)))
+    crc = 0
+    for part in parts:
+        crc = zlib.crc32(part, crc)
+    parts.append(memoryview(struct.pack("<I", crc)))
+    return parts
+
+
+def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
+    """Inverse of :func:`to_bytes`; every inconsistency is a clear ``ValueError``."""
+    data = bytes(data)
+    if len(data) < _HEADER.size + 4:
+        raise ValueError("learner snapshot is truncated")
+    magic, version, hlen = _HEADER.unpack_from(data)
+    if magic != FORMAT_MAGIC:
+        raise ValueError("not a seqd learner snapshot (wrong magic)")
+    if version > FORMAT_VERSION:
+        raise ValueError(f"learner snapshot format {version} is newer than this seqd understands ({FORMAT_VERSION})")
+    (crc,) = struct.unpack_from("<I", data, len(data) - 4)
+    if zlib.crc32(data[:-4]) != crc:
+        raise ValueError("learner snapshot is damaged (checksum mismatch)")
+    try:
+        meta = json.loads(data[_HEADER.size:_HEADER.size + hlen])
+        config = OnlineConfig(**meta["config"])
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"learner snapshot header is invalid: {exc}") from None
+    offset = _HEADER.size + hlen
+    arrays = {}
+    for name, dtype, shape in meta["arrays"]:
+        dt = np.dtype(dtype)
+        n = int(np.prod(shape)) * dt.itemsize
+        if offset + n > len(data) - 4:
+            raise ValueError("learner snapshot is truncated")
+        arrays[name] = np.frombuffer(data, dtype=dt, count=int(np.prod(shape)), offset=offset).reshape(shape)
+        offset += n
+    if set(arrays) != set(OnlineState._fields):
+        raise ValueError("learner snapshot does not hold the expected arrays")
+    state = OnlineState(**{name: owned_copy(arrays[name]) for name in OnlineState._fields})
+    reference = new_state(config)
+    for name in OnlineState._fields:
+        got, want = getattr(state, name), getattr(reference, name)
+        if got.shape != want.shape or got.dtype != want.dtype:
+            raise ValueError(f"learner snapshot array {name!r} is {got.dtype}{list(got.shape)}, "
+                             f"expected {want.dtype}{list(want.shape)}")
+    for name in ("w", "tau", "h0", "hd", "metric", "V", "a", "reals"):
+        if not np.all(np.isfinite(getattr(state, name))):
+            raise ValueError(f"learner snapshot holds a non-finite value in {name!r}")
+    _check_indices(config, state)
+    return config, state
+
+
+def _check_indices(config: OnlineConfig, state: OnlineState) -> None:
+    """Indices the kernels use without bounds checks must be in range."""
+    n = int(state.counts[ACTIVE])
+    if not 0 <= n <= config.alphabet_cap:
+        raise ValueError(f"learner snapshot is inconsistent: {n} active symbols for an alphabet of {config.alphabet_cap}")
+    if not 0 <= int(state.counts[WINDOW_POS]) <= config.window:
+        raise ValueError("learner snapshot is inconsistent: window position out of range")
+    codes = state.code_of
+    seen = np.flatnonzero(codes)
+    if codes.min() < 0 or len(seen) != n or not np.array_equal(np.sort(codes[seen]), np.arange(1, n + 1)) \
+            or not np.array_equal(state.symbol_of[codes[seen]], seen):
+        raise ValueError("learner snapshot is inconsistent: symbol codes do not match")
+    for name in ("x", "targets", "touched"):
+        arr = getattr(state, name)
+        if arr.min() < 0 or arr.max() > n:
+            raise ValueError(f"learner snapshot is inconsistent: {name!r} holds codes out of range")
+    if state.inputs.min() < 0 or state.inputs.max() > config.units:
+        raise ValueError("learner snapshot is inconsistent: the graph names units out of range")
+    if state.ctx_kind.shape[0]:
+        _check_context(config, state)
+
+
+def _check_context(config: OnlineConfig, state: OnlineState) -> None:
+    """The context units' tables, history and positions must be what ``context.py`` can have written."""
+    def bad(what):
+        return ValueError(f"learner snapshot is inconsistent: {what}")
+
+    cap = config.alphabet_cap
+    sources = np.array(config.sources, dtype=np.int64).reshape(-1, 2)
+    if not np.array_equal(state.ctx_kind, sources):
+        raise bad(f"its context sources {state.ctx_kind.tolist()} are not the configuration's {sources.tolist()}")
+    counted = state.ctx_cnt > 0
+    if state.ctx_sym.size and int(state.ctx_sym.max()) >= cap:
+        raise bad(f"a context table holds symbol {int(state.ctx_sym.max())}, outside the alphabet [0, {cap})")
+    if counted.any() and not state.code_of[state.ctx_sym[counted].astype(np.int64)].all():
+        raise bad("a context table counts a symbol the learner has never seen")
+    if int(state.ctx_cnt.max(initial=0)) >= config.count_limit:
+        raise bad(f"a context table holds a count >= count_limit = {config.count_limit}")
+    if np.any(counted & (state.ctx_tag == 0)[..., None]):
+        raise bad("an empty context slot holds counts")
+    ints = state.ctx_int
+    t, H = int(ints[POS]), state.hist.shape[0]
+    if t < 0 or int(ints[ORDER0_TOTAL]) != t or state.order0.min(initial=0) < 0 or int(state.order0.sum()) != t:
+        raise bad("the context units' symbol counts do not add up to their stream position")
+    if state.hist.size and int(state.hist.max()) >= cap:
+        raise bad(f"the history holds symbol {int(state.hist.max())}, outside the alphabet [0, {cap})")
+    written = state.hist[(t - np.arange(1, min(t, H) + 1)) % H] if H else state.hist[:0]
+    if written.size and not state.code_of[written.astype(np.int64)].all():
+        raise bad("the history holds a symbol the learner has never seen")
+    if not 0 <= int(ints[PREV_LINE_START]) <= int(ints[LINE_START]) <= t or int(ints[PREV_LINE_LEN]) < 0 \
+            or int(ints[PREV_LINE_LEN]) > int(ints[LINE_START]) - int(ints[PREV_LINE_START]):
+        raise bad("the context units' line positions are out of range")
+    length, ptr = int(ints[MATCH_LEN]), int(ints[MATCH_PTR])
+    if length < 0 or (length > 0 and not max(t - H, -1) < ptr < t):
+        raise bad("the match model follows a position outside the history")
+    hits, tries = state.match_stats
+    if np.any(hits < 0) or np.any(hits > tries) or np.any(tries >= max(config.count_limit, 1)):
+        raise bad("the match model's statistics are out of range")
+    if state.match_table.size and (state.match_table.min() < 0 or int(state.match_table.max()) > t + 1):
+        raise bad("the match table holds positions beyond the stream")
+    if int(ints[NNZ]) != 0 or state.feat.any():
+        raise bad("context activities are left over between symbols")

@@ -1,0 +1,112 @@
+"""Per symbol: predict, score, learn; and the loop that learns a whole buffer in one call.
+
+Per symbol x_t:
+
+1. predict pi_t from the current activities (eq. 6, over the active codes),
+   plus the context units' votes; the prequential code length is
+   -log2 pi_t(x_t), plus log2(#unseen) for a first occurrence, which is
+   scored on the escape code;
+2. the writing step (``writing.py``);
+3. a first occurrence gets its code (``alphabet.py``);
+4. advance the state with x_t (eq. 13 / eq. 10), and every K symbols run the
+   window step (``window.py``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..jit import kernel
+from ..kernels.forward import evolve_into, softmax_offset_into
+from .alphabet import RETIRED_ESCAPE_BIAS, activate_symbol
+from .config import F
+from .context import clear_features, features, observe
+from .state import ACTIVE, SYMBOLS, WINDOW_POS, network
+from .window import window_update
+from .writing import writing_update
+
+
+@kernel
+def learn_buffer(st, hyper, flags, symbols, bits):
+    """Predict, score and learn every symbol of ``symbols``; bits[t] = its prequential code length."""
+    cap = flags[F.alphabet_cap]
+    for t in range(symbols.shape[0]):
+        symbol = symbols[t]
+        predict_step(st, flags)
+        pi_t = st.pi[st.counts[WINDOW_POS]]
+        code = st.code_of[symbol]
+        if code == 0:  # first occurrence: scored on the escape, then named among the unseen
+            bits[t] = -math.log2(pi_t[0]) + math.log2(cap - st.counts[ACTIVE])
+        else:
+            bits[t] = -math.log2(pi_t[code])
+        learn_step(st, hyper, flags, symbol)
+
+
+@kernel
+def predict_step(st, flags):
+    """The prediction for the next symbol, into ``st.pi[window position]``; returns the active width.
+
+    With context units it leaves their activities in ``st.feat`` for ``learn_step``.
+    """
+    k = st.counts[WINDOW_POS]
+    width = st.counts[ACTIVE] + 1
+    if st.ctx_kind.shape[0] > 0:
+        features(st, flags[F.alphabet_cap], flags[F.context_bits], st.offset[k], width)
+    softmax_offset_into(st.a[k], st.w[:, :width], st.offset[k], st.pi[k, :width])
+    return width
+
+
+@kernel
+def learn_step(st, hyper, flags, symbol):
+    """Learn ``symbol`` after ``predict_step``: writing step, new code if needed, window, advance."""
+    K = flags[F.window]
+    cap = flags[F.alphabet_cap]
+    N1 = st.inputs.shape[0]
+    k = st.counts[WINDOW_POS]
+    width = st.counts[ACTIVE] + 1
+    a_t = st.a[k]
+    pi_t = st.pi[k]
+    code = st.code_of[symbol]
+    target = code
+    writing_update(st, hyper, a_t, pi_t, target, 1 if st.counts[ACTIVE] == cap else 0, width)
+    if code == 0:
+        code = activate_symbol(st, hyper, flags, symbol)
+        width += 1
+    if st.ctx_kind.shape[0] > 0:
+        clear_features(st)
+        observe(st, symbol, flags[F.count_limit], flags[F.match_min])
+    st.x[k] = code
+    st.targets[k] = target
+    st.counts[SYMBOLS] += 1
+    if k == K:
+        if N1 > 1:  # without recurrent units there are no transitions to learn
+            window_update(st, hyper, flags, width)
+        for i in range(N1):
+            st.V[0, i] = st.V[K, i]
+            st.a[0, i] = st.a[K, i]
+        for y in range(width):
+            st.pi[0, y] = st.pi[K, y]
+            st.offset[0, y] = st.offset[K, y]
+        st.x[0] = st.x[K]
+        st.targets[0] = st.targets[K]
+        k = 0
+        # retire the escape between windows, never inside one: a window that scored an
+        # output on the escape must still see its probability
+        if st.counts[ACTIVE] == cap and st.w[0, 0] != RETIRED_ESCAPE_BIAS:
+            for i in range(N1):
+                st.w[i, 0] = 0.0
+            st.w[0, 0] = RETIRED_ESCAPE_BIAS
+    evolve_into(network(st, hyper, flags), st.V[k], st.a[k], code, st.V[k + 1], st.a[k + 1])
+    st.counts[WINDOW_POS] = k + 1
+
+
+@kernel
+def predict_into(st, flags, out):
+    """The distribution of the next symbol over the active codes (escape at 0), without learning."""
+    k = st.counts[WINDOW_POS]
+    width = st.counts[ACTIVE] + 1
+    if st.ctx_kind.shape[0] > 0:
+        features(st, flags[F.alphabet_cap], flags[F.context_bits], st.offset[k], width)
+        clear_features(st)
+    softmax_offset_into(st.a[k], st.w[:, :width], st.offset[k], out[:width])
+    return width

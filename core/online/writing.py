@@ -1,0 +1,117 @@
+"""The writing step: one discounted quasi-diagonal Newton step on the writing weights per symbol.
+
+Eqs. (17)-(21) online: the gradient is the single symbol's (eq. 17), and the
+Hessian terms of eqs. (18)-(19) are discounted sums with a prior mass on the
+diagonal, an online Newton (recursive least squares) step with forgetting.
+The context units' weights step first, with a full metric per symbol.
+"""
+
+from __future__ import annotations
+
+from ..jit import kernel
+from .config import H
+from .context import NNZ
+from .metric_blocks import block_step, metric_contribution
+from .state import ETA_W, SYMBOLS
+
+
+@kernel
+def writing_update(st, hyper, a_t, pi_t, target, first, width):
+    """Discounted quasi-diagonal Newton step on w for one symbol (eqs. 17-21 online).
+
+    The step minimises the discounted log-loss plus a Gaussian prior
+    (lambda / 2) |w|^2 that is renewed at the rate it is discounted: each
+    symbol adds gamma * lambda to the Hessian's diagonal and -gamma * lambda * w
+    to the gradient.  Without the prior's gradient a symbol that has always
+    followed a context would drive its weight to infinity (separable data),
+    and a later surprise would cost without bound.
+
+    With context units, their weights step first (``context_writing_update``)
+    and the network's weights then step on the error that remains under the
+    local quadratic model, e_y - c_y * (change of y's logit): block
+    Gauss-Seidel.  Two Newton steps taken at once on the same error by
+    correlated blocks would overshoot, and can diverge.
+    """
+    N1 = a_t.shape[0]
+    g = hyper[H.writing_discount]
+    keep = 1.0 - g
+    prior = g * hyper[H.writing_prior]
+    eta = st.reals[ETA_W]
+    # per-symbol quantities first (unit 0), then unit by unit with the symbol loop innermost,
+    # which walks w, h0 and hd along their contiguous rows
+    curv = st.scratch[0]
+    err = st.scratch[1]
+    h00 = st.scratch[2]
+    bias = st.scratch[3]
+    g0 = st.scratch[4]
+    for y in range(first, width):
+        p = pi_t[y]
+        curv[y] = p * (1.0 - p)
+        err[y] = (1.0 if y == target else 0.0) - p
+    if st.ctx_w.shape[0] > 0:
+        context_writing_update(st, hyper, curv, err)
+    for y in range(first, width):
+        h = keep * st.hd[0, y] + prior + curv[y]
+        st.hd[0, y] = h
+        h00[y] = h
+        g0[y] = err[y] - prior * st.w[0, y]
+        bias[y] = g0[y] / h
+    for i in range(1, N1):
+        ai = a_t[i]
+        w_i = st.w[i]
+        h0_i = st.h0[i]
+        hd_i = st.hd[i]
+        for y in range(first, width):
+            c = curv[y]
+            h0i = keep * h0_i[y] + c * ai
+            hii = keep * hd_i[y] + prior + c * ai * ai
+            h0_i[y] = h0i
+            hd_i[y] = hii
+            ratio = h0i / h00[y]
+            step = (err[y] * ai - prior * w_i[y] - g0[y] * ratio) / (hii - h0i * ratio)
+            w_i[y] += eta * step
+            bias[y] -= ratio * step
+    for y in range(first, width):
+        st.w[0, y] += eta * bias[y]
+
+
+@kernel
+def context_writing_update(st, hyper, curv, err):
+    """Newton step on the context weights of every symbol a context unit voted for.
+
+    Symbol y's context weights c_.y form one block with the full discounted
+    metric sum c_y x(y) x(y)^T (the one-symbol Fisher information of eq. 18
+    with the activities x_s(y) of context.py), kept inverted by Sherman-Morrison
+    like the transition blocks, with the prior of ``writing_update`` centred on
+    the initial weight.  The block is full, not quasi-diagonal: the sources
+    are strongly correlated (every order of a chain votes for the same
+    symbols), and independent coordinate steps would add up to several times
+    the Newton step.  A symbol no context voted for keeps its block untouched,
+    as a transition block is only discounted when it receives a contribution.
+    """
+    S = st.ctx_w.shape[0]
+    g = hyper[H.writing_discount]
+    prior = hyper[H.context_prior]
+    centre = hyper[H.context_weight]
+    eta = st.reals[ETA_W]
+    x = st.ctx_work[0, :S]
+    grad = st.ctx_work[1, :S]
+    out = st.ctx_work[2, :S]
+    work = st.ctx_work[3]
+    for q in range(st.ctx_int[NNZ]):
+        y = st.feat_nz[q, 1]
+        if st.ctx_updated[y] == st.counts[SYMBOLS] + 1:  # this symbol's block is done already
+            continue
+        st.ctx_updated[y] = st.counts[SYMBOLS] + 1
+        for s in range(S):
+            x[s] = st.feat[s, y]
+        metric_contribution(st.ctx_P[y], x, curv[y], g, prior, st.ctx_updates[y], False, work)
+        st.ctx_updates[y] += 1
+        for s in range(S):
+            grad[s] = err[y] * x[s] - g * prior * (st.ctx_w[s, y] - centre)
+        block_step(st.ctx_P[y], grad, False, out)
+        change = 0.0
+        for s in range(S):
+            st.ctx_w[s, y] += eta * out[s]
+            change += x[s] * out[s]
+        err[y] -= curv[y] * eta * change  # what is left for the network's weights (writing_update)

@@ -1,0 +1,43 @@
+"""The online kernels read their settings by position: each position must hold the setting of its name."""
+
+import numpy as np
+import pytest
+
+from seqd.core.kernels.activation import LOGISTIC
+from seqd.core.kernels.backward import RUOP
+from seqd.core.online.config import FLAGS, HYPER, F, H, OnlineConfig
+
+# every setting different from the others, so that a position read in the wrong place shows
+CONFIG = OnlineConfig(model="gnn", activation="logistic", method="qdruop", window=7, input_scale=3.0,
+                      writing_discount=0.011, writing_prior=0.7, metric_discount=0.013, metric_prior=0.9,
+                      max_transition_rate=0.8, rate_growth=1.3, rate_shrink=0.4, context_weight=0.25,
+                      context_prior=6.0, alphabet_cap=200, seed=-5, context_bits=12, count_limit=99, match_min=5)
+
+
+def test_layouts_name_each_setting_once():
+    assert len(set(HYPER)) == len(HYPER) and len(set(FLAGS)) == len(FLAGS)
+    assert H._fields == HYPER and tuple(H) == tuple(range(len(HYPER)))
+    assert F._fields == FLAGS and tuple(F) == tuple(range(len(FLAGS)))
+
+
+@pytest.mark.parametrize("name", HYPER)
+def test_each_hyper_position_reads_back_its_setting(name):
+    hyper = CONFIG.hyper()
+    assert hyper.dtype == np.float64 and hyper.shape == (len(HYPER),)
+    assert hyper[getattr(H, name)] == getattr(CONFIG, name)
+
+
+@pytest.mark.parametrize("name", FLAGS)
+def test_each_flag_position_reads_back_its_setting(name):
+    flags = CONFIG.flags()
+    assert flags.dtype == np.int64 and flags.shape == (len(FLAGS),)
+    assert flags[getattr(F, name)] == getattr(CONFIG, name)
+
+
+def test_derived_settings_are_what_the_kernels_expect():
+    hyper, flags = CONFIG.hyper(), CONFIG.flags()
+    assert hyper[H.leak] == 0.0 and OnlineConfig().hyper()[H.leak] == 1.0  # gnn: eq. (10); glnn: eq. (13)
+    assert flags[F.activation_code] == LOGISTIC
+    assert flags[F.modulus] == RUOP and flags[F.quasi_diagonal] == 1
+    assert flags[F.symbol_seed] == -5 & 0x7FFFFFFFFFFFFFFF > 0
+    assert hyper[H.writing_discount] == 0.011 and flags[F.window] == 7 and flags[F.alphabet_cap] == 200
