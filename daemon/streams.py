@@ -171,8 +171,8 @@ class Stream:
         """Its write-ahead log failed: it refuses batches until a restart.  The first reason stays (a later
         failure proves nothing more); returns the reason in effect."""
         with self.lock:
-            if self.state is State.LIVE:
-                self._move(State.BROKEN)
+            if self.state not in (State.BROKEN, State.FAULTED):
+                self._move(State.BROKEN)  # from live; from anywhere else, IllegalTransition
                 self.broken = reason
             return self.broken
 
