@@ -18,7 +18,8 @@ by a restore at start) before the I/O loop serves it::
 * **faulted**: learning raised, so the learner is in an unknown state: it is
   fed nothing more and never snapshotted.
 * **dropped**: the loop has forgotten it and moved its folder to the trash;
-  the drop is answered once that move is durable.
+  the drop is answered once the namespace thread has made that move durable
+  (or with why it could not).
 * **gone**: nothing refers to it any more; its name may belong to a new stream.
 
 Whether a snapshot is queued (``snapshot_pending``) and whether a worker holds
@@ -53,7 +54,7 @@ TRANSITIONS: dict[tuple[State, State], str] = {
     (State.LIVE, State.DROPPED): "dropped",
     (State.BROKEN, State.DROPPED): "dropped",
     (State.FAULTED, State.DROPPED): "dropped",
-    (State.DROPPED, State.GONE): "the move of its folder to the trash is durable",
+    (State.DROPPED, State.GONE): "the namespace thread has synced the move to the trash (or says why not)",
 }
 
 SERVED = frozenset({State.LIVE, State.BROKEN, State.FAULTED})  # in the loop's streams, answering requests

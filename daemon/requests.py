@@ -1,7 +1,7 @@
 """What the daemon does with a request: a reply now, or a deferral saying what the reply waits for.
 
 :meth:`Requests.handle` takes a decoded request (in a :class:`Pending`) and
-the daemon's streams, and returns either the :class:`~..clients.protocol.Reply`
+the daemon's streams, and returns either the :class:`seqd.clients.protocol.Reply`
 to send at once or one of four deferrals:
 
 * :class:`AwaitSync`: a published batch is in its stream's write-ahead log;
