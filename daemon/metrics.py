@@ -8,19 +8,20 @@ the configuration selects (``[metrics] stream_labels``, patterns, and at most
 ``max_labelled_streams`` of them).
 
 The registry is passed in (tests use their own); nothing registers itself as
-a side effect of an import.
+a side effect of an import.  The collector reads the daemon through the few
+callables it is given (the streams, how many are unavailable, which are
+labelled), never through the server itself.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.process_collector import ProcessCollector
 
 if TYPE_CHECKING:
-    from .server import Server
     from .streams import Stream
 
 # request latencies, from 50 µs (a predict answered from a view) to 5 s
@@ -30,9 +31,10 @@ LEARN_BUCKETS = (1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.25, 0.5, 1.0, 2.0)
 
 
 class Telemetry:
-    """The daemon's metrics, on ``registry``."""
+    """The daemon's metrics, on ``registry``; the stream gauges read what :class:`StreamCollector` is given."""
 
-    def __init__(self, registry: CollectorRegistry, server: "Server"):
+    def __init__(self, registry: CollectorRegistry, *, streams: Callable[[], Iterable["Stream"]],
+                 unavailable: Callable[[], int], labelled: Callable[[Iterable[str]], Iterable[str]]):
         self.requests = Counter("seqd_requests", "Requests answered, by operation and outcome.",
                                 ["kind", "outcome"], registry=registry)
         self.request_seconds = Histogram("seqd_request_duration_seconds",
@@ -49,7 +51,7 @@ class Telemetry:
                                  "compression rate in bits per symbol.", registry=registry)
         self.snapshots = Counter("seqd_snapshots", "Stream snapshots written.", registry=registry)
         self._request_children: dict[tuple[str, str], tuple] = {}  # (kind, outcome) -> their two children
-        registry.register(StreamCollector(server))
+        registry.register(StreamCollector(streams=streams, unavailable=unavailable, labelled=labelled))
         ProcessCollector(registry=registry)
 
     def request_done(self, kind: str, outcome: str, seconds: float) -> None:
@@ -67,25 +69,32 @@ class Telemetry:
 
 
 class StreamCollector:
-    """Reads the streams at scrape time (from the views the workers publish: no lock on a learner)."""
+    """Reads the streams at scrape time (from the views the workers publish: no lock on a learner).
 
-    def __init__(self, server: "Server"):
-        self.server = server
+    ``streams()`` gives the streams served, ``unavailable()`` how many could
+    not be restored, and ``labelled(names)`` the names that get series of their
+    own (``ServeConfig.labelled``).
+    """
+
+    def __init__(self, *, streams: Callable[[], Iterable["Stream"]], unavailable: Callable[[], int],
+                 labelled: Callable[[Iterable[str]], Iterable[str]]):
+        self.streams = streams
+        self.unavailable = unavailable
+        self.labelled = labelled
 
     def describe(self):
         return []  # collected on every scrape; no fixed description
 
     def collect(self):
-        server = self.server
-        streams = list(server.streams.values())
+        streams = list(self.streams())
         yield GaugeMetricFamily("seqd_streams", "Streams being served.", value=len(streams))
         yield GaugeMetricFamily("seqd_streams_unavailable", "Streams whose files could not be restored.",
-                                value=len(server.unavailable))
+                                value=self.unavailable())
         yield GaugeMetricFamily("seqd_queue_symbols", "Symbols accepted and not yet learned, all streams.",
                                 value=sum(s.queued for s in streams))
         yield GaugeMetricFamily("seqd_state_bytes", "Memory held by the learners.",
                                 value=sum(s.learner.state_bytes for s in streams))
-        chosen = set(server.config.labelled(s.name for s in streams))
+        chosen = set(self.labelled(s.name for s in streams))
         labelled = [s for s in streams if s.name in chosen]
         learned = CounterMetricFamily("seqd_stream_symbols_learned", "Symbols a stream has learned.",
                                       labels=["stream"])

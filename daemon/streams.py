@@ -9,7 +9,11 @@ Threads and ownership (``docs/daemon.md``):
 * after each batch the worker publishes an immutable :class:`View` of the
   learner (next-symbol distribution and statistics).  The I/O loop answers
   ``predict`` and ``stats`` from the latest view and never reads the learner's
-  arrays while a worker writes them.
+  arrays while a worker writes them;
+* what the worker did goes back to the loop as a report (:mod:`.reports`).
+
+A stream moves through the states of :mod:`.lifecycle` (creating, live,
+broken, faulted, dropped, gone); :attr:`Stream.state` is where it is.
 
 Files, in ``<state_dir>/streams/<name>/``: ``stream.json`` (the model
 configuration, written once at creation), ``snapshot`` (the learner at some
@@ -34,7 +38,9 @@ from pathlib import Path
 import numpy as np
 
 from ..core.online import OnlineConfig, OnlineLearner
-from . import wal
+from . import lifecycle, wal
+from .lifecycle import State
+from .reports import Learned, SnapshotFailed, SnapshotWritten
 
 SNAPSHOT_MAGIC = b"SEQDSNP\x02"
 SNAPSHOT_MAGIC_V1 = b"SEQDSNP\x01"  # still read: statistics all in JSON, the recent code lengths as numbers
@@ -128,7 +134,7 @@ class Stream:
         self.snapshot_position = position
         self.snapshot_time = time.monotonic()
         self.log = wal.WriteAheadLog(directory, wal.itemsize_for(self.config.alphabet_cap), position, fsync=fsync)
-        self.lock = threading.Lock()  # guards the queue, `scheduled`, `queued` and the flags below
+        self.lock = threading.Lock()  # guards the queue, `scheduled`, `queued`, `state` and the flags below
         self.io_lock = threading.Lock()  # a snapshot being written, or the directory being moved away by a drop
         self.queue: deque = deque()  # ("batch", start, symbols) | ("snapshot", [requesters]) | ("drop", path)
         self.queued = 0  # accepted symbols not yet learned
@@ -136,12 +142,44 @@ class Stream:
         self.syncing_batches = 0  # the batches they make
         self.scheduled = False  # a worker holds it, or it waits in the ready queue
         self.snapshot_pending = False
-        self.dropped = False
+        self.state = State.CREATING  # served once the loop registers it (:meth:`go_live`)
         self.broken: str | None = None  # no more publishes until restart: the log failed, or learning did
-        self.faulted = False  # learning raised: the learner is in an unknown state, never snapshot it
         self.code_bits = 0.0
         self._recent = np.zeros(RECENT)
         self.view = View.of(learner, position, self._stats(position))
+
+    # -- its lifecycle (:mod:`.lifecycle`) -----------------------------------------------------
+    @property
+    def faulted(self) -> bool:
+        """Learning raised: the learner is in an unknown state, never snapshot it."""
+        return self.state is State.FAULTED
+
+    @property
+    def dropped(self) -> bool:
+        """Dropped (or gone): it takes no more work and writes nothing more."""
+        return self.state in lifecycle.ENDED
+
+    def _move(self, target: State) -> None:
+        self.state = lifecycle.check(self.state, target)
+
+    def go_live(self) -> None:
+        """The loop serves it from now on (a creation or a restore is complete)."""
+        with self.lock:
+            self._move(State.LIVE)
+
+    def mark_broken(self, reason: str) -> str:
+        """Its write-ahead log failed: it refuses batches until a restart.  The first reason stays (a later
+        failure proves nothing more); returns the reason in effect."""
+        with self.lock:
+            if self.state not in (State.BROKEN, State.FAULTED):
+                self._move(State.BROKEN)  # from live; from anywhere else, IllegalTransition
+                self.broken = reason
+            return self.broken
+
+    def forget(self) -> None:
+        """Nothing refers to it any more (its drop is durable, or the limits refused its creation)."""
+        with self.lock:
+            self._move(State.GONE)
 
     # -- the I/O loop's side ------------------------------------------------------------------
     @property
@@ -176,16 +214,18 @@ class Stream:
         """Forget the queued work and remove the (already moved) files; returns (schedule?, the
         requesters of the snapshots that will now never be written)."""
         with self.lock:
+            self._move(State.DROPPED)
             orphans = self._clear()
-            self.dropped = True
             self.queue.append(("drop", trash))
             return self._schedule(), orphans
 
     def fail(self, reason: str) -> list:
-        """Learning raised: stop feeding the learner; returns the snapshot requesters left waiting."""
+        """Learning raised: stop feeding the learner; returns the snapshot requesters left waiting.  A stream
+        dropped meanwhile stays dropped."""
         with self.lock:
             self.broken = reason
-            self.faulted = True
+            if self.state in lifecycle.SERVED:
+                self._move(State.FAULTED)
             orphans = self._clear()
             self.scheduled = False
             return orphans
@@ -203,17 +243,30 @@ class Stream:
         self.scheduled = True
         return True
 
+    def stagger(self, interval: float) -> None:
+        """Delay the stream's first periodic snapshot by a phase of its own in the interval, from its name.
+
+        Streams created or restored together would otherwise fall due
+        together, every ``interval`` (``snapshot_interval_seconds``), and write their
+        snapshots (tens of megabytes each) in one burst that delays answers
+        (``bench/snapshots.py``); spread over the interval, they come one at a
+        time.  Delayed, never advanced: no stream is snapshotted more often.
+        """
+        phase = zlib.crc32(self.name.encode()) / 2**32
+        self.snapshot_time += phase * interval
+
     # -- a worker's side ----------------------------------------------------------------------
     def run_next(self):
-        """Do the next queued piece of work; returns (kind, detail, more) for the I/O loop.
+        """Do the next queued piece of work; returns (report, more): the report for the I/O loop
+        (:mod:`.reports`; None when there is nothing to tell), and whether work is left.
 
-        ``more`` is True when work is left, and the caller puts the stream back
-        in the ready queue (after the other streams: round robin).
+        When ``more`` is True the caller puts the stream back in the ready queue
+        (after the other streams: round robin).
         """
         with self.lock:
             if not self.queue:
                 self.scheduled = False
-                return None, None, False
+                return None, False
             kind, *args = self.queue[0]
             if kind == "batch" and len(args[1]) > CHUNK:  # learn a long batch in pieces, between other streams
                 start, symbols = args
@@ -222,15 +275,15 @@ class Stream:
             else:
                 self.queue.popleft()
         if kind == "batch":
-            detail = self._learn(args[1])
+            report = Learned(self, *self._learn(args[1]))
         elif kind == "snapshot":
             try:
-                detail = (args[0], self._write_snapshot())
+                report = SnapshotWritten(self, tuple(args[0]), self._write_snapshot())
             except Exception as exc:  # disk full, say: the log still holds everything; report it, go on learning
-                detail = (args[0], exc)
-        else:  # drop: the directory was already moved aside by the I/O loop
+                report = SnapshotFailed(self, tuple(args[0]), exc)
+        else:  # drop: the directory was already moved aside by the I/O loop; nothing to tell
             shutil.rmtree(args[0], ignore_errors=True)
-            detail = None
+            report = None
         with self.lock:
             if kind == "batch":
                 self.queued -= len(args[1])
@@ -239,7 +292,7 @@ class Stream:
             more = bool(self.queue)
             if not more:
                 self.scheduled = False
-        return kind, detail, more
+        return report, more
 
     def _learn(self, symbols: np.ndarray) -> tuple[int, float, float]:
         t0 = time.perf_counter()

@@ -174,7 +174,7 @@ def test_rejections_are_clear_and_change_nothing(call, server):
 def test_a_reply_that_cannot_be_encoded_is_an_internal_error_and_misroutes_nothing(server, call, monkeypatch):
     """A fault of ours in a reply's values: that request is told so, the daemon goes on, and the next
     reply, to another client, is that client's own (a half-sent reply would have taken its identity)."""
-    monkeypatch.setattr(server.server, "server_stats", lambda: {"not msgpack": object()})
+    monkeypatch.setattr(server.server.requests, "server_stats", lambda: {"not msgpack": object()})
     other = Caller(server.api)
     try:
         failed = call("stats")
@@ -526,9 +526,9 @@ def test_drop_and_create_again_while_work_is_in_flight(tmp_path, gate):
 
 
 def test_waiting_predicts_are_bounded(tmp_path, monkeypatch):
-    from seqd.daemon import server as server_module
+    from seqd.daemon import waiters as waiters_module
 
-    monkeypatch.setattr(server_module, "MAX_WAITERS", 3)
+    monkeypatch.setattr(waiters_module, "MAX_WAITERS", 3)
     with ThreadServer(tmp_path / "state") as srv:
         call = Caller(srv.api)
         call.ok("create", stream="w", config=SMALL_BYTES)
@@ -565,7 +565,7 @@ def test_expired_waiters_are_forgotten(server, call):
     call.ok("create", stream="idle", config=SMALL_BYTES)
     for _ in range(50):
         assert call("predict", stream="idle", min_position=1, wait_ms=1).code == P.TIMEOUT
-    assert server.server._waiting == 0 and not server.server._waiters.get("idle")
+    assert len(server.server.waiters) == 0 and not server.server.waiters.waiting_for("idle")
 
 
 def test_a_snapshot_write_that_fails_leaves_no_partial_file(tmp_path, monkeypatch):

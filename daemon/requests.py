@@ -1,0 +1,305 @@
+"""What the daemon does with a request: a reply now, or a deferral saying what the reply waits for.
+
+:meth:`Requests.handle` takes a decoded request (in a :class:`Pending`) and
+the daemon's streams, and returns either the :class:`seqd.clients.protocol.Reply`
+to send at once or one of four deferrals:
+
+* :class:`AwaitSync`: a published batch is in its stream's write-ahead log;
+  it is acknowledged once a sync thread has fsynced the log (group commit);
+* :class:`AwaitWorker`: a snapshot is queued; a worker answers it;
+* :class:`AwaitPosition`: a predict waits in :class:`~.waiters.Waiters` for
+  its stream to reach a position;
+* :class:`AwaitNamespace`: a create or a drop waits for the namespace thread.
+
+The I/O loop (:mod:`.server`) acts on the deferral: it hands the work to the
+thread named.  Nothing here touches a socket or a thread, so request handling
+is tested as it is (``tests/test_requests.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from typing import Callable, Union
+
+import numpy as np
+
+from .. import __version__
+from ..clients import protocol as P
+from ..clients.protocol import Reply, Request
+from .background import CreateJob, DropJob
+from .reports import Created, CreateFailed
+from .config import ServeConfig
+from .state_dir import StateDirectory
+from .streams import Stream, config_dict, make_config
+from .waiters import Waiters
+
+log = logging.getLogger("seqd")
+
+MAX_QUEUED_BATCHES = 4096  # per stream: a flood of tiny batches is bounded too, not only its symbols
+CREATE_RETRY_MS = 10  # what a request for a stream being created is told to wait
+LEARN_RATE_HINT = 50_000  # symbols/s, to suggest how long a "busy" publisher should wait
+BUSY_RETRY_MS = (10, 5000)  # the bounds of what a "busy" publisher is told to wait
+
+
+@dataclass
+class Pending:
+    """A request whose reply waits: for a sync, a worker, or a position to be learned."""
+
+    identity: bytes
+    request: Request
+    t0: float
+    deadline: float = 0.0  # a waiting predict: when it times out
+    position: int = 0  # an accepted batch: the stream's length after it
+    done: bool = False  # a waiting predict already answered (it stays in the deadline heap until it pops)
+
+    def __lt__(self, other: "Pending") -> bool:  # for the deadline heap
+        return self.deadline < other.deadline
+
+
+@dataclass(frozen=True, eq=False)
+class AwaitSync:
+    """A batch appended to its stream's log, acknowledged after the log's fsync."""
+
+    pending: Pending
+    stream: Stream
+    symbols: np.ndarray  # uint8 or uint16, as queued for the learner
+
+
+@dataclass(frozen=True, eq=False)
+class AwaitWorker:
+    """A snapshot queued for a worker; ``schedule`` is the stream to hand to one (None: it is already)."""
+
+    schedule: Stream | None
+
+
+@dataclass(frozen=True, eq=False)
+class AwaitPosition:
+    """A predict waiting in the waiters for its stream's position."""
+
+
+@dataclass(frozen=True, eq=False)
+class AwaitNamespace:
+    """A create or a drop for the namespace thread.  A drop has also ended the stream's other waiting
+    requests (``answers``: each with its reply and its kind) and may have work for a worker (``schedule``:
+    deleting the folder)."""
+
+    job: CreateJob | DropJob
+    schedule: Stream | None = None
+    answers: tuple[tuple[Pending, Reply, str], ...] = ()
+
+
+Deferral = Union[AwaitSync, AwaitWorker, AwaitPosition, AwaitNamespace]
+
+
+def stopping(req: Request) -> Reply:
+    """The answer to a publish or a create that comes while the server stops."""
+    return Reply.failure(req.id, P.SHUTTING_DOWN, f"the server is stopping; {req.op} again once it is back")
+
+
+class Requests:
+    """Request handling over the daemon's streams: the served ones (``streams``), those whose files could
+    not be restored (``unavailable``: name -> why), those being created (``creating``: name -> the request
+    to answer), and the predicts waiting for positions.  ``stopping`` says whether the server stops."""
+
+    def __init__(self, config: ServeConfig, state: StateDirectory, waiters: Waiters, *,
+                 stopping: Callable[[], bool]):
+        self.config = config
+        self.state = state
+        self.waiters = waiters
+        self.stopping = stopping
+        self.streams: dict[str, Stream] = {}
+        self.unavailable: dict[str, str] = {}
+        self.creating: dict[str, Pending] = {}
+        self.started = time.time()
+
+    def handle(self, pending: Pending) -> Reply | Deferral:
+        """The reply to ``pending``'s request, or what it waits for; a ProtocolError is a refusal."""
+        req = pending.request
+        if req.op == "ping":
+            return Reply.success(req.id, server="seqd", version=__version__, protocol=P.PROTOCOL_VERSION)
+        if req.op in ("create", "publish") and self.stopping():
+            return stopping(req)
+        if req.op == "create":
+            return self.create(req, pending)
+        if req.op == "stats" and req.stream is None:
+            return Reply.success(req.id, **self.server_stats())
+        if req.op == "publish" and req.create and req.stream not in self.streams and req.stream not in self.creating:
+            # the publish is answered once the stream is there (Server._created), or with why it is not
+            return self.create(Request(id=req.id, op="create", stream=req.stream), pending)
+        stream = self.stream(req.stream)
+        if req.op == "publish":
+            return self.publish(pending, stream)
+        if req.op == "predict":
+            if stream.view.position >= req.min_position:
+                return prediction(req, stream)
+            if req.wait_ms == 0:
+                return Reply.failure(req.id, P.TIMEOUT, f"stream {stream.name!r} has learned "
+                                     f"{stream.view.position} symbols, fewer than {req.min_position}")
+            if self.waiters.full:
+                return Reply.failure(req.id, P.LIMIT, f"{self.waiters.limit} predicts are already waiting "
+                                                      "for positions")
+            self.waiters.add(pending, time.monotonic() + req.wait_ms / 1000)
+            return AwaitPosition()
+        if req.op == "stats":
+            return Reply.success(req.id, **self.stream_stats(stream))
+        if req.op == "snapshot":
+            if stream.faulted:
+                return Reply.failure(req.id, P.INTERNAL, f"stream {stream.name!r} is not snapshotted: {stream.broken}")
+            return AwaitWorker(stream if stream.request_snapshot(pending) else None)
+        if req.op == "drop":
+            return self.drop(pending, stream)
+        raise P.ProtocolError(P.UNKNOWN_OP, f"unknown operation {req.op!r}")  # unreachable: Request checks
+
+    def stream(self, name: str) -> Stream:
+        """The stream served as ``name``; ProtocolError when there is none (yet)."""
+        stream = self.streams.get(name)
+        if stream is None and name in self.creating:
+            raise P.ProtocolError(P.BUSY, f"stream {name!r} is being created; retry", retry_after_ms=CREATE_RETRY_MS)
+        if stream is None:
+            if name in self.unavailable:
+                raise P.ProtocolError(P.INTERNAL, f"stream {name!r} could not be restored: {self.unavailable[name]}")
+            raise P.ProtocolError(P.NO_SUCH_STREAM, f"no stream named {name!r}")
+        return stream
+
+    def create(self, req: Request, pending: Pending) -> Reply | AwaitNamespace:
+        """Check a create and hand it to the namespace thread: its files and fsyncs never hold up the loop.
+
+        ``pending`` (the create, or a publish with ``create``) is answered
+        when the stream is in place, or with why it is not (the loop's
+        ``_created``); a refusal here is returned at once.
+        """
+        name = req.stream
+        if name in self.unavailable:
+            return Reply.failure(req.id, P.INTERNAL, f"stream {name!r} exists but could not be restored: "
+                                                     f"{self.unavailable[name]}")
+        try:
+            config = make_config(req.preset, req.config)
+        except ValueError as exc:
+            return Reply.failure(req.id, P.BAD_CONFIG, str(exc))
+        if name in self.creating:
+            return Reply.failure(req.id, P.BUSY, f"stream {name!r} is being created; retry",
+                                 retry_after_ms=CREATE_RETRY_MS)
+        if name in self.streams:
+            existing = self.streams[name]
+            if req.exist_ok and (req.config is None and req.preset is None or existing.config == config):
+                return Reply.success(req.id, stream=name, created=False, config=config_dict(existing.config))
+            return Reply.failure(req.id, P.STREAM_EXISTS, f"stream {name!r} exists" +
+                                 (" with another configuration" if req.exist_ok else ""))
+        if len(self.streams) + len(self.creating) >= self.config.max_streams:
+            return Reply.failure(req.id, P.LIMIT, f"this server holds at most {self.config.max_streams} streams")
+        self.creating[name] = pending
+        return AwaitNamespace(CreateJob(name, config))
+
+    def publish(self, pending: Pending, stream: Stream) -> Reply | AwaitSync:
+        """Check a batch and append it to the stream's log; it is acknowledged after the log's fsync."""
+        req = pending.request
+        if stream.broken:
+            return Reply.failure(req.id, P.INTERNAL, f"stream {stream.name!r} refuses batches until restart: "
+                                                     f"{stream.broken}")
+        if isinstance(req.symbols, bytes):
+            symbols = np.frombuffer(req.symbols, dtype=np.uint8)
+        else:
+            symbols = np.asarray(req.symbols, dtype=np.int64)
+        cap = stream.config.alphabet_cap
+        if int(symbols.max()) >= cap:
+            return Reply.failure(req.id, P.BAD_SYMBOL, f"symbol {int(symbols.max())} is outside stream "
+                                 f"{stream.name!r}'s alphabet [0, {cap})")
+        if req.position is not None and req.position != stream.accepted:
+            return Reply.failure(req.id, P.CONFLICT, f"stream {stream.name!r} holds {stream.accepted} symbols, "
+                                 f"not {req.position}")
+        waiting = stream.queued + stream.syncing
+        if (waiting + len(symbols) > self.config.max_queue_symbols
+                or len(stream.queue) + stream.syncing_batches >= MAX_QUEUED_BATCHES):
+            wait = int(1000 * waiting / LEARN_RATE_HINT)
+            return Reply.failure(req.id, P.BUSY, f"stream {stream.name!r} has {waiting} symbols waiting to be "
+                                 "learned; retry later", retry_after_ms=min(max(wait, BUSY_RETRY_MS[0]),
+                                                                            BUSY_RETRY_MS[1]))
+        try:
+            stream.log.append(symbols)
+        except OSError as exc:
+            reason = stream.mark_broken(f"write-ahead log could not be written: {exc}")
+            log.error("stream %s: %s", stream.name, reason)
+            return Reply.failure(req.id, P.INTERNAL, reason)
+        pending.position = stream.accepted
+        stream.syncing += len(symbols)
+        stream.syncing_batches += 1
+        return AwaitSync(pending, stream, symbols if symbols.dtype == np.uint8 else symbols.astype(np.uint16))
+
+    def drop(self, pending: Pending, stream: Stream) -> AwaitNamespace:
+        """Move the stream's folder to the trash (a worker deletes it) and forget the stream; the drop is
+        answered once the namespace thread has made the move durable (the loop's ``_dropped``)."""
+        trash = self.state.trash_for(stream.name)
+        with stream.io_lock:  # not while a worker writes its snapshot: after this, it writes none
+            os.replace(stream.directory, trash)
+            schedule, orphans = stream.drop(trash)
+        del self.streams[stream.name]
+        try:
+            stream.log.close()
+        except OSError as exc:  # a log whose fsync failed (a broken stream): dropped all the same
+            log.warning("stream %s: closing its log while dropping it: %s", stream.name, exc)
+        gone = f"stream {stream.name!r} was dropped"
+        answers = [(r, Reply.failure(r.request.id, P.NO_SUCH_STREAM, gone), "snapshot") for r in orphans]
+        answers += [(w, Reply.failure(w.request.id, P.NO_SUCH_STREAM, gone), "predict")
+                    for w in self.waiters.drop(stream.name)]
+        log.info("stream %s dropped", stream.name)
+        return AwaitNamespace(DropJob(stream, pending), stream if schedule else None, tuple(answers))
+
+    def created(self, report: Created | CreateFailed) -> tuple[Pending, tuple[str, str] | None]:
+        """The namespace thread's report on a create: the stream is registered, unless it failed on disk or
+        would take the learners past ``max_state_bytes`` (its files are then removed).  Returns the request
+        to answer and, when there is no stream, the error code and message to answer it with."""
+        name = report.name
+        pending = self.creating.pop(name)
+        failure = None
+        try:
+            if isinstance(report, CreateFailed):
+                result = report.error
+                log.error("stream %s could not be created: %s", name, result)
+                failure = (P.INTERNAL, f"stream {name!r} could not be created: {type(result).__name__}: {result}")
+                return pending, failure
+            stream = report.stream
+            used = sum(s.learner.state_bytes for s in self.streams.values())
+            if used + stream.learner.state_bytes > self.config.max_state_bytes:
+                failure = (P.LIMIT, f"a new stream of {stream.learner.state_bytes} bytes would take the learners "
+                                    f"past max_state_bytes = {self.config.max_state_bytes}")
+                try:
+                    stream.log.close()
+                finally:  # nothing may stay on disk to claim the name
+                    shutil.rmtree(stream.directory, ignore_errors=True)
+                stream.forget()
+                return pending, failure
+            stream.go_live()
+            self.streams[name] = stream
+            stream.stagger(self.config.snapshot_interval_seconds)
+            log.info("stream %s created (%d bytes of state)", name, stream.learner.state_bytes)
+            return pending, None
+        except Exception as exc:  # a fault of ours: whoever asked still gets an answer
+            log.exception("stream %s: registering it failed", name)
+            return pending, failure or (P.INTERNAL, f"{type(exc).__name__}: {exc}")
+
+    # -- statistics --------------------------------------------------------------------------------
+    def stream_stats(self, stream: Stream) -> dict:
+        view = stream.view
+        return dict(view.stats, stream=stream.name, accepted=stream.accepted, queued=stream.queued,
+                    config=config_dict(stream.config), state_bytes=stream.learner.state_bytes,
+                    created=stream.created, uptime_seconds=time.time() - stream.started)
+
+    def server_stats(self) -> dict:
+        return dict(server="seqd", version=__version__, uptime_seconds=time.time() - self.started,
+                    streams=sorted(self.streams), queued=sum(s.queued for s in self.streams.values()),
+                    symbols_learned=sum(s.view.position for s in self.streams.values()),
+                    unavailable=dict(self.unavailable))
+
+
+def prediction(req: Request, stream: Stream) -> Reply:
+    """The answer to a predict from the stream's latest view."""
+    view = stream.view
+    result = dict(stream=stream.name, position=view.position, top=view.top(req.top or len(view.symbols)),
+                  escape=view.escape, alphabet_size=len(view.symbols))
+    if req.top == 0:
+        result["distribution"] = view.distribution()
+    return Reply.success(req.id, **result)

@@ -1,0 +1,204 @@
+"""Request handling without ZeroMQ: each request gets its reply, or the deferral that says what it waits for.
+
+The streams are real (files in a temporary directory, a small learner); the
+loop's part is played here by hand: a deferral's work is done in the test, as
+the sync thread, a worker or the namespace thread would do it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import seqd
+from seqd.clients import protocol as P
+from seqd.clients.protocol import Reply, Request
+from seqd.daemon.background import CreateJob, DropJob
+from seqd.daemon.config import ServeConfig
+from seqd.daemon.lifecycle import State
+from seqd.daemon.reports import Created, CreateFailed
+from seqd.daemon.requests import (AwaitNamespace, AwaitPosition, AwaitSync, AwaitWorker, Pending, Requests,
+                                  prediction)
+from seqd.daemon.state_dir import StateDirectory
+from seqd.daemon.streams import Stream, make_config
+from seqd.daemon.waiters import Waiters
+
+from daemon_harness import SMALL_BYTES
+
+
+class Daemon:
+    """Request handling over a state directory, with the loop's part done by hand."""
+
+    def __init__(self, tmp_path, **settings):
+        self.config = ServeConfig(state_dir=str(tmp_path / "state"), fsync=False, **settings)
+        self.state = StateDirectory(self.config.state_dir)
+        self.state.lock()
+        self.stop = False
+        self.requests = Requests(self.config, self.state, Waiters(), stopping=lambda: self.stop)
+        self._ids = iter(range(1, 10**6))
+
+    def __call__(self, op: str, **fields):
+        pending = Pending(b"client", Request(id=next(self._ids), op=op, **fields), t0=0.0)
+        try:
+            return self.requests.handle(pending)
+        except P.ProtocolError as exc:
+            return Reply.failure(pending.request.id, exc.code, exc.message, exc.retry_after_ms)
+
+    def create(self, name: str, config=SMALL_BYTES) -> Stream:
+        """A create carried through: the namespace thread's work, then the registration."""
+        job = self("create", stream=name, config=config)
+        assert isinstance(job, AwaitNamespace) and isinstance(job.job, CreateJob)
+        stream = Stream.create(name, self.state.streams, job.job.config, fsync=False)
+        pending, failure = self.requests.created(Created(name, stream))
+        assert failure is None and pending.request.op == "create"
+        return stream
+
+    def learn(self, stream: Stream) -> None:
+        """What the workers do with what the stream has queued."""
+        more = True
+        while more:
+            _, more = stream.run_next()
+
+    def close(self) -> None:
+        for stream in self.requests.streams.values():
+            stream.log.close()
+        self.state.unlock()
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    d = Daemon(tmp_path)
+    yield d
+    d.close()
+
+
+def test_ping_and_the_server_statistics_report_the_package_version(daemon):
+    assert daemon("ping").result == {"server": "seqd", "version": seqd.__version__,
+                                     "protocol": P.PROTOCOL_VERSION}
+    assert daemon("stats").result["version"] == seqd.__version__
+
+
+def test_a_publish_waits_for_its_sync_and_a_predict_for_its_position(daemon):
+    stream = daemon.create("s")
+    assert stream.state is State.LIVE
+    ack = daemon("publish", stream="s", symbols=b"abcab")
+    assert isinstance(ack, AwaitSync) and ack.stream is stream and ack.pending.position == 5
+    assert stream.accepted == 5 and stream.syncing == 5 and stream.queued == 0  # in the log, not yet queued
+    assert ack.symbols.dtype == np.uint8 and bytes(ack.symbols) == b"abcab"
+    assert daemon("predict", stream="s", min_position=5, wait_ms=0).code == P.TIMEOUT
+    assert isinstance(daemon("predict", stream="s", min_position=5, wait_ms=100), AwaitPosition)
+    assert len(daemon.requests.waiters) == 1
+    stream.syncing -= 5  # the loop's acknowledgement, after the sync
+    stream.syncing_batches -= 1
+    assert stream.offer(0, ack.symbols)
+    daemon.learn(stream)
+    (woken,) = daemon.requests.waiters.wake("s", stream.view.position)
+    assert prediction(woken.request, stream).result["position"] == 5
+    assert daemon("predict", stream="s", min_position=5).result == prediction(woken.request, stream).result
+
+
+def test_a_batch_is_checked_before_it_touches_the_log(tmp_path):
+    daemon = Daemon(tmp_path, max_queue_symbols=8, max_batch_symbols=8)
+    try:
+        stream = daemon.create("s", config=dict(SMALL_BYTES, alphabet_cap=16))
+        assert daemon("publish", stream="s", symbols=[3, 16]).code == P.BAD_SYMBOL
+        assert daemon("publish", stream="s", symbols=[1], position=4).code == P.CONFLICT
+        assert isinstance(daemon("publish", stream="s", symbols=[1, 2, 3]), AwaitSync)
+        busy = daemon("publish", stream="s", symbols=list(range(6)))
+        assert busy.code == P.BUSY and busy.retry_after_ms == 10
+        assert stream.accepted == 3
+        stream.mark_broken("the log failed")
+        refused = daemon("publish", stream="s", symbols=[1])
+        assert refused.code == P.INTERNAL and "the log failed" in refused.message and stream.accepted == 3
+    finally:
+        daemon.close()
+
+
+def test_a_stream_being_created_answers_busy_and_counts_against_the_limit(tmp_path):
+    daemon = Daemon(tmp_path, max_streams=2)
+    try:
+        job = daemon("create", stream="new", config=SMALL_BYTES)
+        assert isinstance(job, AwaitNamespace) and job.job.name == "new"
+        for op, fields in [("predict", {}), ("stats", {}), ("drop", {}), ("publish", {"symbols": b"x"}),
+                           ("snapshot", {}), ("create", {})]:
+            reply = daemon(op, stream="new", **fields)
+            assert reply.code == P.BUSY and reply.retry_after_ms, op
+        assert isinstance(daemon("publish", stream="other", symbols=b"x", create=True), AwaitNamespace)
+        assert daemon("create", stream="third").code == P.LIMIT
+        pending, failure = daemon.requests.created(CreateFailed("new", OSError(28, "No space left on device")))
+        assert pending.request.op == "create" and failure[0] == P.INTERNAL and "No space" in failure[1]
+        assert daemon("predict", stream="new").code == P.NO_SUCH_STREAM
+        pending, failure = daemon.requests.created(
+            Created("other", Stream.create("other", daemon.state.streams, make_config(None, None), fsync=False)))
+        assert failure is None and pending.request.op == "publish"  # the publish is published now
+        assert isinstance(daemon.requests.publish(pending, daemon.requests.streams["other"]), AwaitSync)
+    finally:
+        daemon.close()
+
+
+def test_a_creation_over_max_state_bytes_is_refused_and_leaves_nothing(tmp_path):
+    size = Stream.create("probe", tmp_path, make_config("bytes", SMALL_BYTES), fsync=False).learner.state_bytes
+    daemon = Daemon(tmp_path, max_state_bytes=size * 3 // 2)
+    try:
+        daemon.create("a")
+        daemon("create", stream="b", config=SMALL_BYTES)
+        stream = Stream.create("b", daemon.state.streams, make_config("bytes", SMALL_BYTES), fsync=False)
+        _, failure = daemon.requests.created(Created("b", stream))
+        assert failure[0] == P.LIMIT and "max_state_bytes" in failure[1]
+        assert stream.state is State.GONE and not stream.directory.exists()
+        assert sorted(daemon.requests.streams) == ["a"]
+    finally:
+        daemon.close()
+
+
+def test_creates_and_publishes_are_refused_while_stopping(daemon):
+    daemon.create("s")
+    daemon.stop = True
+    for op, fields in [("create", {"stream": "t"}), ("publish", {"stream": "s", "symbols": b"x"})]:
+        assert daemon(op, **fields).code == P.SHUTTING_DOWN
+    assert daemon("stats", stream="s").ok and daemon("ping").ok
+
+
+def test_create_again_with_exist_ok(daemon):
+    daemon.create("s")
+    assert daemon("create", stream="s").code == P.STREAM_EXISTS
+    assert daemon("create", stream="s", exist_ok=True).result["created"] is False
+    assert daemon("create", stream="s", exist_ok=True, preset="glnn").code == P.STREAM_EXISTS
+    assert daemon("create", stream="x", preset="nope").code == P.BAD_CONFIG
+
+
+def test_snapshot_requests_join_the_one_queued(daemon):
+    stream = daemon.create("s")
+    first, second = daemon("snapshot", stream="s"), daemon("snapshot", stream="s")
+    assert isinstance(first, AwaitWorker) and first.schedule is stream
+    assert isinstance(second, AwaitWorker) and second.schedule is None  # a worker already has it
+    report, more = stream.run_next()
+    assert [r.request.id for r in report.requesters] == [2, 3] and report.position == 0 and not more
+    stream.fail("learning failed")
+    assert daemon("snapshot", stream="s").code == P.INTERNAL
+
+
+def test_a_drop_ends_the_streams_waiting_requests_and_waits_for_the_namespace_thread(daemon):
+    stream = daemon.create("s")
+    daemon.create("t")
+    assert isinstance(daemon("predict", stream="s", min_position=1, wait_ms=1000), AwaitPosition)
+    assert isinstance(daemon("predict", stream="t", min_position=1, wait_ms=1000), AwaitPosition)
+    daemon("snapshot", stream="s")
+    drop = daemon("drop", stream="s")
+    assert isinstance(drop, AwaitNamespace) and isinstance(drop.job, DropJob) and drop.job.stream is stream
+    assert drop.schedule is None  # scheduled already, by the snapshot
+    assert [(op, reply.code) for _, reply, op in drop.answers] == [("snapshot", P.NO_SUCH_STREAM),
+                                                                    ("predict", P.NO_SUCH_STREAM)]
+    assert stream.state is State.DROPPED and "s" not in daemon.requests.streams
+    assert not stream.directory.exists() and len(daemon.requests.waiters) == 1  # t's waiter stays
+    assert daemon("predict", stream="s").code == P.NO_SUCH_STREAM
+    daemon.learn(stream)  # the worker deletes the folder from the trash
+    assert not any(daemon.state.trash.iterdir())
+
+
+def test_a_stream_that_could_not_be_restored_is_named(daemon):
+    daemon.requests.unavailable["lost"] = "ValueError: damaged"
+    for op in ("predict", "create"):
+        reply = daemon(op, stream="lost")
+        assert reply.code == P.INTERNAL and "damaged" in reply.message, op
+    assert daemon("stats").result["unavailable"] == {"lost": "ValueError: damaged"}
