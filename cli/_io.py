@@ -82,9 +82,14 @@ def follow_file(path: str | os.PathLike, size: int, *, follow: bool = False, pol
     ``tail -F`` follows: a truncated file is read again from its start, a
     replaced one (rotation) is reopened after the old one is drained.
     Without it, as ``tail -f``: the file first opened is read on, whatever
-    becomes of its name.
+    becomes of its name.  The file is opened at the call, so that one that
+    cannot be read is an error there (not in whichever thread reads the chunks).
     """
-    f = open(path, "rb")
+    return _chunks(open(path, "rb"), path, size, follow, poll, keep_going, reopen)
+
+
+def _chunks(f, path, size: int, follow: bool, poll: float, keep_going: Callable[[], bool],
+            reopen: bool) -> Iterator[bytes]:
     try:
         while True:
             while chunk := f.read(size):

@@ -149,7 +149,12 @@ def _compress(args) -> int:
         if args.flush_seconds <= 0:
             raise ValueError(f"--flush-seconds must be > 0, got {args.flush_seconds}")
     header = Header(config, args.block_size, container.build_info())
-    reader = None if args.follow else sys.stdin.buffer if src is None else open(src, "rb")
+    stop = threading.Event()  # --follow: SIGINT or SIGTERM came
+    if args.follow:  # opened before the output is created: a file that cannot be read leaves nothing behind
+        reader = follow_file(src, READ_SIZE, follow=True, poll=FOLLOW_POLL_SECONDS,
+                             keep_going=lambda: not stop.is_set(), reopen=False)
+    else:
+        reader = sys.stdin.buffer if src is None else open(src, "rb")
     total = None if (src is None or args.follow) else src.stat().st_size
     progress = _Progress(src.name if src else "stdin", total, sys.stderr.isatty() and not args.quiet and not args.json,
                          "compress")
@@ -158,7 +163,7 @@ def _compress(args) -> int:
     try:
         target.write(header.to_bytes())
         if args.follow:
-            n_in, n_out, crc = _follow(src, target, config, args, progress)
+            n_in, n_out, crc = _follow(reader, stop, target, config, args, progress)
         else:
             n_in, n_out, crc = compress_blocks(reader, target, config, args.block_size, threads, progress)
         target.write(container.end_record(n_in, crc))
@@ -167,7 +172,7 @@ def _compress(args) -> int:
         target.abandon()
         raise
     finally:
-        if src is not None and reader is not None:
+        if src is not None and not args.follow:  # a followed file is closed by its reader, once stopped
             reader.close()
     progress.show(n_in, n_out, final=True)
     if src is not None and dst is not None and not (args.keep or args.follow):
@@ -210,16 +215,17 @@ def compress_blocks(reader, target, config, block_size, threads, progress) -> tu
     return n_in, n_out, crc
 
 
-def _follow(path: Path, target, config, args, progress) -> tuple[int, int, int]:
+def _follow(growing: Iterator[bytes], stop: threading.Event, target, config, args,
+            progress) -> tuple[int, int, int]:
     """Compress a growing file until SIGINT/SIGTERM; a block is written at least every --flush-seconds.
 
     Blocks written between two fresh starts continue one learner (CONTINUES),
     so frequent flushes cost only the coder's few bytes each; a fresh block
     starts once --block-size bytes were coded since the last one.  The file
     first opened is read on (``tail -f``): a truncated or rotated log is not
-    followed to its new start.
+    followed to its new start.  ``growing`` yields the file's chunks until
+    ``stop`` is set.
     """
-    stop = threading.Event()
     chunks: queue.Queue = queue.Queue(maxsize=64)
 
     def on_signal(signum, frame):
@@ -228,8 +234,7 @@ def _follow(path: Path, target, config, args, progress) -> tuple[int, int, int]:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
 
     def pump():
-        for chunk in follow_file(path, READ_SIZE, follow=True, poll=FOLLOW_POLL_SECONDS,
-                                 keep_going=lambda: not stop.is_set(), reopen=False):
+        for chunk in growing:
             chunks.put(chunk)
             if stop.is_set():
                 return
