@@ -38,7 +38,7 @@ def machine() -> str:
 
 def seqd_json(args: list[str]) -> dict:
     """Run ``seqd <args> --json`` in a fresh process (one core) and parse its output."""
-    cmd = [sys.executable, "-m", "seqd.daemon", *args, "--json"]
+    cmd = [sys.executable, "-m", "seqd", *args, "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr}")
@@ -74,7 +74,7 @@ def write_section(name: str, body: str, path: Path = BENCHMARKS_MD) -> None:
 
 def serve_process(state: str, api: str, pub: str, metrics_port: int = 0, *extra: str) -> subprocess.Popen:
     """``seqd serve`` as a process of its own on ``state``, logging warnings only; ``extra`` flags after."""
-    return subprocess.Popen([sys.executable, "-m", "seqd.daemon", "serve", "--state-dir", state, "--api", api,
+    return subprocess.Popen([sys.executable, "-m", "seqd", "serve", "--state-dir", state, "--api", api,
                              "--pub", pub, "--metrics-port", str(metrics_port), "--log-level", "warning", *extra])
 
 

@@ -38,7 +38,7 @@ def _timed(fn, *args, clock=time.process_time):
 
 def _parallel(data: bytes, block_size: int, threads: int) -> tuple[bytes, float, float]:
     """(file, compress seconds, decompress seconds), wall clock, through the command's own block pipeline."""
-    from seqd.daemon import compress_command as cc
+    from seqd.cli import compress as cc
 
     class _Sink(io.BytesIO):
         def sync(self):
@@ -52,13 +52,13 @@ def _parallel(data: bytes, block_size: int, threads: int) -> tuple[bytes, float,
     header = container.Header(config, block_size, container.build_info()).to_bytes()
     sink = _Sink()
     t0 = time.perf_counter()
-    n_in, _, crc = cc._compress_blocks(io.BytesIO(data), sink, config, block_size, threads, _Quiet())
+    n_in, _, crc = cc.compress_blocks(io.BytesIO(data), sink, config, block_size, threads, _Quiet())
     packed = header + sink.getvalue() + container.end_record(n_in, crc)
     t1 = time.perf_counter()
     reader = io.BytesIO(packed)
     head = container.read_header(reader)
     out = _Sink()
-    cc._decode_records(reader, head, out, threads, False, [], _Quiet())
+    cc.decode_records(reader, head, out, threads, False, [], _Quiet())
     t2 = time.perf_counter()
     assert out.getvalue() == data, "round trip failed"
     return packed, t1 - t0, t2 - t1

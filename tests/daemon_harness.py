@@ -101,7 +101,7 @@ class ProcessServer:
         self.pub = f"tcp://127.0.0.1:{free_port()}"
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "seqd.daemon", "serve", "--state-dir", str(state_dir), "--api", self.api,
+            [sys.executable, "-m", "seqd", "serve", "--state-dir", str(state_dir), "--api", self.api,
              "--pub", self.pub, "--metrics-port", str(metrics_port), "--workers", "2", "--log-level", "warning"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         caller = Caller(self.api, timeout=0.5)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from seqd.daemon.cli import main
+from seqd.cli import main
 
 
 def test_train_json_reports_regret_rates_and_trajectory(capsys):

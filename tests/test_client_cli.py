@@ -14,8 +14,9 @@ import zmq
 
 from fake_seqd import FakeServer
 from seqd.clients import protocol
-from seqd.clients.commands import follow_file, show_symbol
-from seqd.daemon.cli import main
+from seqd.cli import main
+from seqd.cli._client import show_symbol
+from seqd.cli._io import follow_file
 
 
 @pytest.fixture

@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from seqd.daemon.cli import main
+from seqd.cli import main
 
 LINES = b"".join(f"2026-11-22 08:{i % 60:02d}:{i % 59:02d} INFO worker-{i % 5} done job {i}\n".encode()
                  for i in range(400))
-SEQD = [sys.executable, "-m", "seqd.daemon.cli"]
+SEQD = [sys.executable, "-m", "seqd"]
 
 
 def test_file_round_trip_like_gzip(tmp_path, capsys):

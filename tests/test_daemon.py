@@ -350,7 +350,7 @@ def test_the_client_library_against_the_daemon(server):
     from seqd.clients.aio import AsyncClient
     from seqd.clients.client import Client
     from seqd.clients.errors import ConflictError, NoSuchStreamError
-    from seqd.daemon import demo
+    from seqd.cli import serve_demo as demo
 
     data = text(3000, 7)
     with Client(server.api, pub=server.pub, timeout=30) as client:
@@ -425,7 +425,7 @@ def test_curve_admits_only_authorised_clients(tmp_path):
 
 
 def test_the_command_line_against_the_daemon(server, tmp_path, capsys):
-    from seqd.daemon.cli import main
+    from seqd.cli import main
 
     log = tmp_path / "app.log"
     log.write_bytes(text(5000, 11))

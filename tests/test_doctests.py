@@ -4,11 +4,16 @@ import doctest
 
 import pytest
 
+import seqd
+import seqd.cli._client
+import seqd.cli._display
+import seqd.cli._parallel
 import seqd.core.container
 import seqd.core.online.learner
 import seqd.daemon.config
 
-MODULES = [seqd.core.online.learner, seqd.core.container, seqd.daemon.config]
+MODULES = [seqd, seqd.core.online.learner, seqd.core.container, seqd.daemon.config, seqd.cli._client,
+           seqd.cli._display, seqd.cli._parallel]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)

@@ -8,24 +8,23 @@ import json
 import resource
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from seqd.core.online import OnlineConfig, OnlineLearner
 
+from ._display import StatusLine
+
 CHUNK = 1 << 16
 
 
-def register(sub) -> None:
-    p = sub.add_parser(
-        "eval",
-        help="stream files through the online learner and report bits per byte",
-        description=(
-            "Stream each file, byte by byte, through a fresh online learner (predict, then learn) and report "
-            "its prequential code length: bits per byte, total bits, throughput and memory. The defaults are "
-            "the byte-stream model (OnlineConfig.bytes_default(): a small GLNN plus context units), the same for "
-            "every input; --context-orders '' --no-column-context --no-word-context --match-min 0 --units 32 "
-            "gives seed 000's GLNN alone."
-        ),
+def configure(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Stream each file, byte by byte, through a fresh online learner (predict, then learn) and report "
+        "its prequential code length: bits per byte, total bits, throughput and memory. The defaults are "
+        "the byte-stream model (OnlineConfig.bytes_default(): a small GLNN plus context units), the same for "
+        "every input; --context-orders '' --no-column-context --no-word-context --match-min 0 --units 32 "
+        "gives seed 000's GLNN alone."
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     defaults = OnlineConfig.bytes_default()
@@ -91,11 +90,15 @@ def evaluate_file(path: Path, config: OnlineConfig, progress=None) -> dict:
     }
 
 
-def _progress(path, done, total, bits):
-    sys.stderr.write(f"\r  {path.name}: {100 * done / total:5.1f}%  {bits / done:.4f} bits/byte")
-    if done == total:
-        sys.stderr.write("\r" + " " * 70 + "\r")
-    sys.stderr.flush()
+def _progress_line() -> Callable:
+    """A progress display for ``evaluate_file``: a file's share done and its bits per byte so far."""
+    line = StatusLine(enabled=True)
+
+    def show(path, done, total, bits):
+        line.show(f"  {path.name}: {100 * done / total:5.1f}%  {bits / done:.4f} bits/byte")
+        if done == total:
+            line.clear()
+    return show
 
 
 def _eval(args) -> int:
@@ -106,7 +109,7 @@ def _eval(args) -> int:
             raise ValueError(f"{p}: is a directory")
         if not p.is_file():
             raise ValueError(f"{p}: no such file")
-    show = _progress if (sys.stderr.isatty() and not args.json) else None
+    show = _progress_line() if (sys.stderr.isatty() and not args.json) else None
     OnlineLearner(config).learn(b"warm up")  # compile (or load) the kernels outside the timings
     results = [evaluate_file(p, config, show) for p in paths]
     total_bytes = sum(r["bytes"] for r in results)

@@ -8,19 +8,16 @@ import os
 import signal
 import sys
 
-from .config import ServeConfig
+from seqd.daemon.config import ServeConfig
 
 log = logging.getLogger("seqd")
 
 
-def register(sub) -> None:
-    p = sub.add_parser(
-        "serve", help="run the daemon: learn published streams, serve predictions and metrics",
-        description="Run the seqd daemon. Settings come from the defaults, then --config FILE (TOML, see "
-                    "deploy/seqd.toml), then these flags. SIGTERM or SIGINT: stop accepting, finish queued work, "
-                    "snapshot every stream, exit 0 (a second signal exits at once; the write-ahead logs still hold "
-                    "every acknowledged batch).",
-    )
+def configure(p: argparse.ArgumentParser) -> None:
+    p.description = ("Run the seqd daemon. Settings come from the defaults, then --config FILE (TOML, see "
+                     "deploy/seqd.toml), then these flags. SIGTERM or SIGINT: stop accepting, finish queued work, "
+                     "snapshot every stream, exit 0 (a second signal exits at once; the write-ahead logs still hold "
+                     "every acknowledged batch).")
     p.add_argument("--config", metavar="FILE", help="TOML configuration file")
     p.add_argument("--state-dir", metavar="DIR", help="streams' snapshots and write-ahead logs "
                                                       "(default: $XDG_STATE_HOME/seqd or ~/.local/state/seqd)")
@@ -40,7 +37,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .server import Server  # imports zmq and the kernels: only when serving
+    from seqd.daemon.server import Server  # imports zmq and the kernels: only when serving, not for --help
 
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -62,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     if args.demo:
-        from . import demo
-        demo.start(server.api_endpoint, server.metrics_url, server._stop)
+        from . import serve_demo
+        serve_demo.start(server.api_endpoint, server.metrics_url, server._stop)
     server.serve()
     return 0

@@ -1,7 +1,8 @@
-"""``seqd train`` and ``seqd demo``: seed 000's batch training on its synthetic tasks."""
+"""``seqd train``: seed 000's batch training on its synthetic tasks, with its validation regret as it goes."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -11,15 +12,11 @@ from seqd.core.training.experiment import Experiment, run
 from seqd.core.training.methods import METHODS
 
 
-def register(sub) -> None:
-    p = sub.add_parser(
-        "train",
-        help="train a network on one of seed 000's tasks and report validation regret",
-        description=(
-            "Draw a training and an independent validation sequence from a task's exact law, train with "
-            "the batch algorithm of Ollivier (2015) Section 2, and report the validation regret in bits "
-            "(true model minus trained model, Table 1)."
-        ),
+def configure(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Draw a training and an independent validation sequence from a task's exact law, train with "
+        "the batch algorithm of Ollivier (2015) Section 2, and report the validation regret in bits "
+        "(true model minus trained model, Table 1)."
     )
     p.add_argument("--task", choices=TASKS, default="alphabet")
     p.add_argument("--model", choices=MODELS, default="glnn")
@@ -39,10 +36,6 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.set_defaults(run=_train)
 
-    d = sub.add_parser("demo", help="a one-minute demonstration: a GLNN learns the alphabet-with-insertions task")
-    d.add_argument("--seconds", type=float, default=60.0, help="CPU budget (default 60)")
-    d.set_defaults(run=_demo)
-
 
 def _experiment(args) -> Experiment:
     if args.seconds is None and args.steps is None:
@@ -56,7 +49,8 @@ def _experiment(args) -> Experiment:
     )
 
 
-def _print_point(point: dict) -> None:
+def print_point(point: dict) -> None:
+    """One validation checkpoint as a line: CPU time, step, training cost, validation regret."""
     err = "" if point.get("xor_error_rate") is None else f"  error {100 * point['xor_error_rate']:6.2f}%"
     print(
         f"  {point['seconds']:8.1f} s  step {point['step']:6d}  train {point['train_bits_per_symbol']:.4f} bits/symbol"
@@ -65,7 +59,8 @@ def _print_point(point: dict) -> None:
     )
 
 
-def _report(outcome) -> None:
+def report(outcome) -> None:
+    """The run's outcome in three lines: the experiment, its regrets, its learning rates and budget."""
     e = outcome.experiment
     print(
         f"{e.task}: {e.model.upper()} {e.method} N={e.units} d={e.degree} {e.activation}, "
@@ -86,18 +81,6 @@ def _train(args) -> int:
         print()
     else:
         print("CPU time, step, training cost, validation regret:")
-        outcome = run(exp, progress=_print_point)
-        _report(outcome)
-    return 0
-
-
-def _demo(args) -> int:
-    exp = Experiment(task="alphabet", model="glnn", method="rbpm", units=45, degree=3, seconds=args.seconds,
-                     evaluations=25, patience=8)
-    print("seqd demo: a GLNN (45 units, QDH + RBPM) learns the alphabet with insertions (seed 000, Example 1)")
-    print("from 1000 training lines. Validation regret = bits lost to the true generating model on an independent")
-    print("sequence; the run stops once a third sequence shows it has begun to overfit.\n")
-    outcome = run(exp, progress=_print_point)
-    _report(outcome)
-    print("\nNext: `seqd train --help` for every task, model and method; `seqd eval FILE` to learn a file online.")
+        outcome = run(exp, progress=print_point)
+        report(outcome)
     return 0

@@ -16,19 +16,23 @@ import time
 
 import numpy as np
 
-from ..clients.client import Client
-from ..clients.commands import show_symbol
-from ..clients.errors import SeqdError
-from ..core.tasks import generate
-from .server import name_os_thread
+from seqd.clients.client import Client
+from seqd.clients.errors import SeqdError
+from seqd.core.tasks import generate
+from seqd.daemon.background import name_os_thread
+
+from ._client import show_symbol
 
 STREAM = "demo"
 BATCH = 256
 PACE = 4000  # symbols per second
+LINE_SECONDS = 0.5  # at most one line of progress this often
+WAIT_SECONDS = 30.0  # for a reply, and for the daemon to learn what was sent
+DEMO_SEED = 2015
 
 
 def run(api: str, metrics_url: str | None, stop: threading.Event, *, lines: int = 1000, out=sys.stdout) -> None:
-    task = generate("alphabet", np.random.default_rng(2015), lines)
+    task = generate("alphabet", np.random.default_rng(DEMO_SEED), lines)
     data = task.text.encode("ascii")
     truth = -task.true_log2_likelihood / len(data)
     say = lambda text: print(text, file=out, flush=True)  # noqa: E731
@@ -36,7 +40,7 @@ def run(api: str, metrics_url: str | None, stop: threading.Event, *, lines: int 
         f"true entropy {truth:.2f} bits/symbol),\nfed through the client library. Metrics: {metrics_url or 'off'}. "
         f"Ctrl-C stops the daemon.\n")
     say(f"{'symbols':>9}  {'bits/symbol':>11}  {'(recent)':>8}  {'context':>24}  next symbol, as the daemon predicts it")
-    with Client(api, timeout=30.0) as client:
+    with Client(api, timeout=WAIT_SECONDS) as client:
         client.create(STREAM, exist_ok=True)
         position = client.stats(STREAM).accepted
         data = data[position % len(data):] if position else data
@@ -48,9 +52,9 @@ def run(api: str, metrics_url: str | None, stop: threading.Event, *, lines: int 
             ack = client.publish(STREAM, batch, position=position)
             position = ack.position
             sent += len(batch)
-            if time.monotonic() - last_line >= 0.5 or sent >= len(data):
+            if time.monotonic() - last_line >= LINE_SECONDS or sent >= len(data):
                 last_line = time.monotonic()
-                pred = client.predict(STREAM, top=3, min_position=position, wait=30.0)
+                pred = client.predict(STREAM, top=3, min_position=position, wait=WAIT_SECONDS)
                 stats = client.stats(STREAM)
                 context = data[max(0, sent - 24):sent].decode("ascii").replace("\n", "⏎")
                 guesses = "  ".join(f"{show_symbol(s):>5} {p:5.1%}" for s, p in pred.top)

@@ -9,7 +9,6 @@ when complete, so an error never leaves a partial or garbage file behind
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import os
 import queue
@@ -18,23 +17,29 @@ import sys
 import threading
 import time
 import zlib
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from pathlib import Path
 
 from seqd.core import container
 from seqd.core.container import Block, BlockDecoder, BlockEncoder, End, FormatError, Header
 
+from ._display import StatusLine, human_size, parse_size
+from ._io import Target, follow_file, read_block
+from ._parallel import ordered_map
+
 SUFFIX = ".sqd"
 READ_SIZE = 1 << 16
+FOLLOW_POLL_SECONDS = 0.1  # --follow: how often the drained input is looked at again
+PROGRESS_SECONDS = 0.2  # the progress line is redrawn at most this often
+PROGRESS_COLUMNS = 100  # and cut to this width: a line that wraps cannot be redrawn in place
 
 
-def register(sub) -> None:
-    c = sub.add_parser("compress", help="compress a file or a pipe with the online learner",
-                       description="Compress IN (a file, or - for standard input) into OUT (default IN.sqd, or "
-                                   "standard output for -). Like gzip, the input file is removed after success "
-                                   "unless -k is given. The format is described in docs/format.md.")
+def configure(c: argparse.ArgumentParser) -> None:
+    c.description = ("Compress IN (a file, or - for standard input) into OUT (default IN.sqd, or standard output "
+                     "for -). Like gzip, the input file is removed after success unless -k is given. The format "
+                     "is described in docs/format.md.")
     _common(c)
-    c.add_argument("--block-size", type=_size, default=container.DEFAULT_BLOCK_SIZE, metavar="SIZE",
+    c.add_argument("--block-size", type=_block_size, default=container.DEFAULT_BLOCK_SIZE, metavar="SIZE",
                    help="bytes per independently decodable block (K/M/G suffixes; default 4M)")
     c.add_argument("-T", "--threads", type=int, default=1, metavar="N",
                    help="compress N blocks at once on N cores (default 1; 0 = every core)")
@@ -43,10 +48,11 @@ def register(sub) -> None:
     c.add_argument("--flush-seconds", type=float, default=5.0, metavar="S",
                    help="with --follow: write a decodable block at least every S seconds (default 5)")
     c.set_defaults(run=_compress)
-    d = sub.add_parser("decompress", help="decompress a .sqd file or pipe",
-                       description="Decompress IN (a .sqd file, or - for standard input) into OUT (default IN "
-                                   "without .sqd, or standard output for -). The input file is removed after "
-                                   "success unless -k is given.")
+
+
+def configure_decompress(d: argparse.ArgumentParser) -> None:
+    d.description = ("Decompress IN (a .sqd file, or - for standard input) into OUT (default IN without .sqd, or "
+                     "standard output for -). The input file is removed after success unless -k is given.")
     _common(d)
     d.add_argument("-T", "--threads", type=int, default=1, metavar="N",
                    help="decode N independent blocks at once (default 1; 0 = every core)")
@@ -66,11 +72,9 @@ def _common(p) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON summary on standard output (stderr for -c)")
 
 
-def _size(text: str) -> int:
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    t = text.strip().lower().removesuffix("b")
+def _block_size(text: str) -> int:
     try:
-        value = int(float(t[:-1]) * units[t[-1]]) if t and t[-1] in units else int(t)
+        value = parse_size(text)
         container.check_block_size(value)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"invalid size {text!r}: {exc} (examples: 65536, 512K, 4M)") from None
@@ -78,54 +82,6 @@ def _size(text: str) -> int:
 
 
 # -- files ------------------------------------------------------------------------------------------
-
-class _Target:
-    """The output: standard output, or a temporary file renamed into place by ``commit``."""
-
-    def __init__(self, path: Path | None, force: bool, direct: bool = False):
-        self.path = path
-        if path is None:
-            if sys.stdout.isatty() and not force:
-                raise ValueError("refusing to write compressed data to a terminal (use -f to force, or name OUT)")
-            self.file = sys.stdout.buffer
-            self.temp = None
-            return
-        if path.exists() and not force:
-            raise ValueError(f"{path} already exists (use -f to overwrite)")
-        if path.is_dir():
-            raise ValueError(f"{path} is a directory")
-        self.temp = None if direct else path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        self.file = open(self.temp or path, "wb")
-
-    def write(self, data: bytes) -> None:
-        try:
-            self.file.write(data)
-        except OSError as exc:
-            if exc.errno == errno.ENOSPC:
-                raise OSError(exc.errno, f"out of disk space writing {self.path or 'standard output'}") from None
-            raise
-
-    def sync(self) -> None:
-        self.file.flush()
-        if self.path is not None:
-            os.fsync(self.file.fileno())
-
-    def commit(self) -> None:
-        self.file.flush()
-        if self.path is None:
-            return
-        os.fsync(self.file.fileno())
-        self.file.close()
-        if self.temp is not None:
-            os.replace(self.temp, self.path)
-
-    def abandon(self) -> None:
-        if self.path is None:
-            return
-        self.file.close()
-        if self.temp is not None:
-            self.temp.unlink(missing_ok=True)
-
 
 def _paths(args, compressing: bool) -> tuple[Path | None, Path | None]:
     src = None if args.input == "-" else Path(args.input)
@@ -156,31 +112,21 @@ def _threads(n: int) -> int:
 
 
 class _Progress:
-    """One status line on standard error, at most five times a second."""
+    """The status line: how far, how fast, and (compressing) the bits per byte so far."""
 
     def __init__(self, name: str, total: int | None, enabled: bool, verb: str):
-        self.name, self.total, self.enabled, self.verb = name, total, enabled, verb
+        self.name, self.total, self.verb = name, total, verb
+        self.line = StatusLine(enabled, every=PROGRESS_SECONDS)
         self.start = time.monotonic()
-        self.last = 0.0
 
     def show(self, done_in: int, done_out: int, final: bool = False) -> None:
-        now = time.monotonic()
-        if not self.enabled or (not final and now - self.last < 0.2):
+        if final:
+            self.line.clear()
             return
-        self.last = now
-        rate = done_in / max(now - self.start, 1e-9)
+        rate = done_in / max(time.monotonic() - self.start, 1e-9)
         pct = f"{100 * done_in / self.total:5.1f}% " if self.total else ""
         ratio = f"{8 * done_out / done_in:.3f} bits/byte" if done_in and self.verb == "compress" else ""
-        line = f"{self.name}: {pct}{_human(done_in)} {_human(rate)}/s {ratio}"
-        sys.stderr.write("\r" + line[:100].ljust(100) if not final else "\r" + " " * 100 + "\r")
-        sys.stderr.flush()
-
-
-def _human(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
+        self.line.show(f"{self.name}: {pct}{human_size(done_in)} {human_size(rate)}/s {ratio}"[:PROGRESS_COLUMNS])
 
 
 def _summary(args, report: dict) -> None:
@@ -203,25 +149,30 @@ def _compress(args) -> int:
         if args.flush_seconds <= 0:
             raise ValueError(f"--flush-seconds must be > 0, got {args.flush_seconds}")
     header = Header(config, args.block_size, container.build_info())
-    reader = sys.stdin.buffer if src is None else open(src, "rb")
+    stop = threading.Event()  # --follow: SIGINT or SIGTERM came
+    if args.follow:  # opened before the output is created: a file that cannot be read leaves nothing behind
+        reader = follow_file(src, READ_SIZE, follow=True, poll=FOLLOW_POLL_SECONDS,
+                             keep_going=lambda: not stop.is_set(), reopen=False)
+    else:
+        reader = sys.stdin.buffer if src is None else open(src, "rb")
     total = None if (src is None or args.follow) else src.stat().st_size
     progress = _Progress(src.name if src else "stdin", total, sys.stderr.isatty() and not args.quiet and not args.json,
                          "compress")
-    target = _Target(dst, args.force, direct=args.follow)
+    target = Target(dst, args.force, direct=args.follow)
     t0, cpu0 = time.monotonic(), time.process_time()
     try:
         target.write(header.to_bytes())
         if args.follow:
-            n_in, n_out, crc = _follow(reader, target, config, args, progress)
+            n_in, n_out, crc = _follow(reader, stop, target, config, args, progress)
         else:
-            n_in, n_out, crc = _compress_blocks(reader, target, config, args.block_size, threads, progress)
+            n_in, n_out, crc = compress_blocks(reader, target, config, args.block_size, threads, progress)
         target.write(container.end_record(n_in, crc))
         target.commit()
     except BaseException:
         target.abandon()
         raise
     finally:
-        if src is not None:
+        if src is not None and not args.follow:  # a followed file is closed by its reader, once stopped
             reader.close()
     progress.show(n_in, n_out, final=True)
     if src is not None and dst is not None and not (args.keep or args.follow):
@@ -233,12 +184,12 @@ def _compress(args) -> int:
     return 0
 
 
-def _compress_blocks(reader, target, config, block_size, threads, progress) -> tuple[int, int, int]:
+def compress_blocks(reader, target, config, block_size, threads, progress) -> tuple[int, int, int]:
     """Read, code (``threads`` blocks at once) and write blocks in order; returns (bytes in, bytes out, crc)."""
     n_in = n_out = crc = 0
     if threads == 1:
         encoder = BlockEncoder(config)
-        while block := _read_block(reader, block_size):
+        while block := read_block(reader, block_size, READ_SIZE):
             base = n_in
             record = encoder.encode(block, progress=lambda k: progress.show(base + k, n_out))
             crc = zlib.crc32(block, crc)
@@ -246,43 +197,35 @@ def _compress_blocks(reader, target, config, block_size, threads, progress) -> t
             n_out += len(record)
             target.write(record)
         return n_in, n_out, crc
-    with ThreadPoolExecutor(threads) as pool:
-        pending: list = []
-        while True:
-            block = _read_block(reader, block_size)
-            if block:
-                crc = zlib.crc32(block, crc)
-                pending.append((len(block), pool.submit(lambda b: BlockEncoder(config).encode(b), block)))
-            if pending and (len(pending) >= 2 * threads or not block):
-                length, future = pending.pop(0)
-                record = future.result()
-                n_in += length
-                n_out += len(record)
-                target.write(record)
-                progress.show(n_in, n_out)
-            if not block and not pending:
-                return n_in, n_out, crc
+
+    def blocks():
+        nonlocal crc
+        while block := read_block(reader, block_size, READ_SIZE):
+            crc = zlib.crc32(block, crc)
+            yield block
+
+    def encode(block: bytes) -> tuple[int, bytes]:
+        return len(block), BlockEncoder(config).encode(block)
+
+    for length, record in ordered_map(encode, blocks(), threads):
+        n_in += length
+        n_out += len(record)
+        target.write(record)
+        progress.show(n_in, n_out)
+    return n_in, n_out, crc
 
 
-def _read_block(reader, size: int) -> bytes:
-    parts, got = [], 0
-    while got < size:
-        chunk = reader.read(min(READ_SIZE, size - got))
-        if not chunk:
-            break
-        parts.append(chunk)
-        got += len(chunk)
-    return b"".join(parts)
-
-
-def _follow(reader, target, config, args, progress) -> tuple[int, int, int]:
+def _follow(growing: Iterator[bytes], stop: threading.Event, target, config, args,
+            progress) -> tuple[int, int, int]:
     """Compress a growing file until SIGINT/SIGTERM; a block is written at least every --flush-seconds.
 
     Blocks written between two fresh starts continue one learner (CONTINUES),
     so frequent flushes cost only the coder's few bytes each; a fresh block
-    starts once --block-size bytes were coded since the last one.
+    starts once --block-size bytes were coded since the last one.  The file
+    first opened is read on (``tail -f``): a truncated or rotated log is not
+    followed to its new start.  ``growing`` yields the file's chunks until
+    ``stop`` is set.
     """
-    stop = threading.Event()
     chunks: queue.Queue = queue.Queue(maxsize=64)
 
     def on_signal(signum, frame):
@@ -291,12 +234,10 @@ def _follow(reader, target, config, args, progress) -> tuple[int, int, int]:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
 
     def pump():
-        while not stop.is_set():
-            chunk = reader.read(READ_SIZE)
-            if chunk:
-                chunks.put(chunk)
-            else:
-                time.sleep(0.1)
+        for chunk in growing:
+            chunks.put(chunk)
+            if stop.is_set():
+                return
 
     thread = threading.Thread(target=pump, daemon=True)
     thread.start()
@@ -354,8 +295,8 @@ def _decompress(args) -> int:
     target = None
     try:
         header = container.read_header(reader)
-        target = _Target(dst, args.force)
-        n_out = _decode_records(reader, header, target, threads, args.salvage, warnings, progress)
+        target = Target(dst, args.force)
+        n_out = decode_records(reader, header, target, threads, args.salvage, warnings, progress)
         target.commit()
     except BaseException as exc:
         if target is not None:
@@ -378,7 +319,7 @@ def _decompress(args) -> int:
     return 2 if warnings else 0
 
 
-def _decode_records(reader, header, target, threads, salvage, warnings, progress) -> int:
+def decode_records(reader, header, target, threads, salvage, warnings, progress) -> int:
     """Decode blocks in order, chains of CONTINUES blocks on one learner; returns the bytes written."""
     n_out = crc = 0
     done_in = 0
@@ -408,37 +349,38 @@ def _decode_records(reader, header, target, threads, salvage, warnings, progress
             else:
                 emit(part)
 
-    records = container.read_records(reader, header, header.size)
-    with ThreadPoolExecutor(threads) as pool:
-        futures: list = []
+    end: End | None = None
+    lost: FormatError | None = None
+
+    def chains() -> Iterator[list[Block]]:
+        """The blocks up to the end record, as chains: a FRESH block and the CONTINUES blocks after it."""
+        nonlocal done_in, end, lost
         chain: list[Block] = []
         try:
-            for record in records:
+            for record in container.read_records(reader, header, header.size):
                 if isinstance(record, End):
-                    if chain:
-                        futures.append(pool.submit(decode_chain, chain))
-                    for f in futures:
-                        collect(f.result())
-                    if not warnings and (record.total_length != n_out or record.crc != crc):
-                        raise FormatError("the end record does not match the decoded data (damaged end record)")
-                    if reader.read(1):
-                        raise FormatError("unexpected data after the end record")
-                    return n_out
+                    end = record
+                    break
                 done_in += len(record.payload)
                 if record.kind == container.FRESH and chain:
-                    futures.append(pool.submit(decode_chain, chain))
+                    yield chain
                     chain = []
                 chain.append(record)
-                while len(futures) > 2 * threads or (futures and futures[0].done()):
-                    collect(futures.pop(0).result())
                 progress.show(done_in, n_out)
         except FormatError as exc:
             if not salvage or "truncated" not in str(exc) and "damaged: its record" not in str(exc):
                 raise
-            # the framing is lost: keep what decodes before it
-            if chain:
-                futures.append(pool.submit(decode_chain, chain))
-            for f in futures:
-                collect(f.result())
-            warnings.append(f"{exc}; the rest of the file is lost")
-            return n_out
+            lost = exc  # the framing is lost: keep what decodes before it
+        if chain:
+            yield chain
+
+    for results in ordered_map(decode_chain, chains(), threads):
+        collect(results)
+    if lost is not None:
+        warnings.append(f"{lost}; the rest of the file is lost")
+        return n_out
+    if not warnings and (end.total_length != n_out or end.crc != crc):
+        raise FormatError("the end record does not match the decoded data (damaged end record)")
+    if reader.read(1):
+        raise FormatError("unexpected data after the end record")
+    return n_out

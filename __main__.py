@@ -1,0 +1,7 @@
+"""``python -m seqd``: the ``seqd`` program."""
+
+import sys
+
+from seqd.cli import main
+
+sys.exit(main())

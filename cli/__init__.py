@@ -1,0 +1,107 @@
+"""The ``seqd`` program: one entry point, one subcommand per job, one module per subcommand.
+
+The top-level parser knows every subcommand by its name and one-line help
+alone (:data:`COMMANDS`); a subcommand's module is imported only when that
+subcommand is run or asked for ``--help``.  So ``seqd --help``,
+``seqd --version`` and the client subcommands (``seqd stats``, which a
+health probe may run every few seconds) start without importing NumPy or
+Numba: only ``serve``, ``compress``, ``eval``, ``train`` and ``demo`` need
+the model.
+
+A subcommand's module has a ``configure(parser)`` function (named in its
+:class:`Command`) that sets the parser's description and arguments and
+``run``, the function that runs it and returns the exit code.  Exit codes:
+0 success, 1 error (usage errors too), 2 warning (as gzip's), 130
+interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from dataclasses import dataclass
+
+from seqd import __version__
+
+
+@dataclass(frozen=True)
+class Command:
+    """Where a subcommand lives: ``seqd.cli.<module>``, whose ``<configure>(parser)`` defines it."""
+
+    module: str
+    help: str
+    configure: str = "configure"
+
+
+# In the order `seqd --help` lists them.
+COMMANDS = {
+    "train": Command("train", "train a network on one of seed 000's tasks and report validation regret"),
+    "demo": Command("demo", "a one-minute demonstration: a GLNN learns the alphabet-with-insertions task"),
+    "eval": Command("eval", "stream files through the online learner and report bits per byte"),
+    "compress": Command("compress", "compress a file or a pipe with the online learner"),
+    "decompress": Command("compress", "decompress a .sqd file or pipe", configure="configure_decompress"),
+    "serve": Command("serve", "run the daemon: learn published streams, serve predictions and metrics"),
+    "publish": Command("publish", "publish a file or stdin to a stream of a running daemon"),
+    "predict": Command("predict", "show a stream's most probable next symbols"),
+    "stats": Command("stats", "a stream's or the daemon's statistics (exit 0 iff the daemon answers)"),
+    "subscribe": Command("subscribe", "print a stream's prediction events as they come"),
+}
+
+# Top-level options after which argparse stops (it prints and exits): no subcommand is imported for them.
+_FINAL_OPTIONS = ("-h", "--help", "-V", "--version")
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors exit with 1, not argparse's 2: seqd's exit code 2 means a warning, as gzip's does."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
+def requested(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` runs: its first word, when that names one and no ``-h`` or ``-V`` comes first."""
+    for arg in argv:
+        if arg in _FINAL_OPTIONS:
+            return None
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """seqd's parser: every subcommand by name and help, and ``command`` (if given) with its arguments."""
+    parser = _Parser(
+        prog="seqd",
+        description="Learn symbol streams online with gated leaky neural networks trained by a Riemannian metric gradient.",
+    )
+    parser.add_argument("-V", "--version", action="version", version=f"seqd {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name, spec in COMMANDS.items():
+        p = sub.add_parser(name, help=spec.help)
+        if name == command:
+            module = importlib.import_module(f"{__name__}.{spec.module}")
+            getattr(module, spec.configure)(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(requested(argv)).parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except KeyboardInterrupt:
+        print("seqd: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader went away (`seqd ... | head`): not an error of ours
+        sys.stdout = open(os.devnull, "w")
+        return 0
+    except (ValueError, OSError) as exc:
+        print(f"seqd {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print(f"seqd {args.command}: error: not enough memory for these settings", file=sys.stderr)
+        return 1

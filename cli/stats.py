@@ -1,0 +1,43 @@
+"""``seqd stats``: a stream's statistics, or the daemon's; exit 0 if and only if the daemon answers.
+
+It asks once (no retry), so that a health probe (``docker HEALTHCHECK``, a
+Kubernetes exec probe) learns within ``--timeout`` whether the daemon is up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from seqd.clients.results import ServerStats
+
+from ._client import add_connection_flags, connect, one_line_errors
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("stream", nargs="?", metavar="NAME")
+    p.add_argument("--json", action="store_true")
+    add_connection_flags(p)
+    p.set_defaults(run=one_line_errors(_stats))
+
+
+def _stats(args) -> int:
+    with connect(args, retries=0) as client:
+        st = client.stats(args.stream)
+    raw = dict(st.raw)
+    if args.json:
+        print(json.dumps(raw))
+        return 0
+    if isinstance(st, ServerStats):
+        raw["streams"] = ", ".join(st.streams) or "-"
+    else:  # the stream first, and "position" as what it means here
+        raw = {"stream": raw.pop("stream"), "learned": raw.pop("position"), "accepted": raw.pop("accepted"),
+               "queued": raw.pop("queued"), **raw}
+    config = raw.pop("config", None)
+    width = max(map(len, raw), default=0)
+    for key, value in raw.items():
+        shown = "-" if value is None else f"{value:.4f}" if isinstance(value, float) else value
+        print(f"{key:{width}s}  {shown}")
+    if config:
+        print(f"{'config':{width}s}  " + ", ".join(f"{k}={v}" for k, v in config.items()))
+    return 0
