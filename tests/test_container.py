@@ -187,6 +187,14 @@ def test_blocks_are_independent():
     assert out[3] == data[3000:4000]
 
 
+def test_the_header_names_the_package_version_that_wrote_it():
+    import io
+    from importlib import metadata
+
+    header = container.read_header(io.BytesIO(compress(b"a line\n" * 10, SMALL)))
+    assert header.build.startswith(f"seqd {metadata.version('seqd')}, numba ")
+
+
 def test_the_default_model_is_a_frozen_preset():
     """Changing OnlineConfig.bytes_default() must add a preset, or old files would decode with new settings."""
     settings_now = json.loads(json.dumps(dataclasses.asdict(OnlineConfig.bytes_default())))

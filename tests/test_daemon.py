@@ -7,6 +7,7 @@ import signal
 import sys
 import threading
 import urllib.request
+from importlib import metadata
 from pathlib import Path
 
 import msgpack
@@ -439,6 +440,8 @@ def test_the_command_line_against_the_daemon(server, tmp_path, capsys):
     assert lines[0].split() == ["stream", "app"] and lines[1].split() == ["learned", "5000"]
     assert main(["predict", "app", "--api", server.api, "--top", "2"]) == 0
     assert "position 5000" in capsys.readouterr().out
+    assert main(["stats", "--api", server.api]) == 0  # the daemon's own: its version is the package's
+    assert ["version", metadata.version("seqd")] in [line.split() for line in capsys.readouterr().out.splitlines()]
 
 
 def test_one_daemon_per_state_directory_and_clear_start_errors(tmp_path):
