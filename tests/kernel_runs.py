@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from naive import Case
-from seqd.core.kernels.backward import backward
+from seqd.core.kernels.backward import Backprop, Scored, backward
 from seqd.core.kernels.forward import allocate, forward
 from seqd.core.kernels.network import Network
-from seqd.core.kernels.transition import accumulate_transition
+from seqd.core.kernels.transition import TransitionSums, accumulate_transition
 from seqd.core.kernels.writing import accumulate_writing
 
 
@@ -30,7 +30,7 @@ def k_backward(c: Case, a, pi, modulus, B_T=None, m_T=None):
     if m_T is not None:
         m[c.T] = m_T
     scratch = np.zeros((3, c.N + 1))
-    backward(k_network(c), c.x, c.x, c.chi, c.w, a, pi, modulus, B, m, scratch)
+    backward(k_network(c), Scored(c.x, c.x, c.chi), c.w, a, pi, modulus, Backprop(B, m), scratch)
     return B, m
 
 
@@ -38,9 +38,8 @@ def k_transition(c: Case, a, B, m, quasi_diagonal, out=None):
     if out is None:
         out = (np.zeros((c.S, c.N + 1, c.D)), np.zeros((c.A, c.N + 1)),
                np.zeros((c.S, c.N + 1, c.D, c.D)), np.zeros((c.A, c.N + 1)))
-    G, G_rho, M, M_rho = out
-    accumulate_transition(c.x, a, B, m, c.inputs, c.gated, quasi_diagonal, G, G_rho, M, M_rho)
-    return G, G_rho, M, M_rho
+    accumulate_transition(k_network(c), c.x, a, Backprop(B, m), quasi_diagonal, TransitionSums(*out))
+    return tuple(out)
 
 
 def k_writing(c: Case, a, pi):

@@ -25,10 +25,10 @@ import numpy as np
 import pytest
 
 import naive
-from seqd.core.kernels.backward import RBPM, RUOP, backward
+from seqd.core.kernels.backward import RBPM, RUOP, Backprop, Scored, backward
 from seqd.core.kernels.forward import allocate, evolve_into, forward
 from seqd.core.kernels.network import Network
-from seqd.core.kernels.transition import accumulate_transition
+from seqd.core.kernels.transition import TransitionSums, accumulate_transition
 from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online import snapshot, tables
 from seqd.core.online.alphabet import activate_symbol
@@ -265,11 +265,11 @@ def _batch_window(cfg, st, hyper, flags, width):
     chi[0] = 0.0  # output 0 comes before the window's transitions
     B = np.zeros((K + 2, N1))
     m = np.zeros((K + 2, N1))
-    backward(net, x, targets, chi, w, a, pi, flags[F.modulus], B, m, np.zeros((3, N1)))
+    backward(net, Scored(x, targets, chi), w, a, pi, flags[F.modulus], Backprop(B, m), np.zeros((3, N1)))
     S = st.tau.shape[0]
     G = np.zeros((S, N1, D))
     M = np.zeros((S, N1, D, D))
-    accumulate_transition(x, a, B, m, st.inputs, True, False, G, np.zeros((0, N1)), M, np.zeros((0, N1)))
+    accumulate_transition(net, x, a, Backprop(B, m), False, TransitionSums(G, np.zeros((0, N1)), M, np.zeros((0, N1))))
     loglik = sum(math.log(pi[k, targets[k]]) for k in range(1, K + 1))
     return V, a, pi, B, m, G, loglik
 
@@ -302,8 +302,9 @@ def test_window_gradient_equals_batch_gradient(model, activation, method, escape
     # transition K (reading x[K]) sees B^{K+1} = 0: it contributes nothing in batch either
     G_last = np.zeros_like(G)
     N1 = st.inputs.shape[0]
-    accumulate_transition(st.x[K:K + 1].copy(), a[K:K + 2].copy(), B[K:K + 2].copy(), m[K:K + 2].copy(), st.inputs,
-                          True, False, G_last, np.zeros((0, N1)), np.zeros_like(st.metric), np.zeros((0, N1)))
+    net = Network(st.inputs, st.tau, np.zeros((1, N1)), hyper[H.leak], True, flags[F.activation_code])
+    accumulate_transition(net, st.x[K:K + 1].copy(), a[K:K + 2].copy(), Backprop(B[K:K + 2].copy(), m[K:K + 2].copy()),
+                          False, TransitionSums(G_last, np.zeros((0, N1)), np.zeros_like(st.metric), np.zeros((0, N1))))
     assert np.all(G_last == 0.0)
     # distinct codes read by transitions 0..K-1, in order of first appearance
     expected_touched = list(dict.fromkeys(int(c) for c in st.x[:K]))

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
+
 from ..jit import kernel
 from .activation import slope
 
@@ -10,16 +14,33 @@ RUOP = 1  # recurrent unitwise outer product metric, eq. (23)
 NO_MODULUS = 2  # non-invariant methods need B only
 
 
+class Scored(NamedTuple):
+    """The sequence a backward pass runs over: what each transition read and each output was scored on."""
+
+    x: np.ndarray  # (T,) int64: the symbol read by the transition at time t
+    targets: np.ndarray  # (T,) int64: the symbol the output at time t is scored on
+    chi: np.ndarray  # (T,) float: the weight of output t's loss (0: not scored)
+
+
+class Backprop(NamedTuple):
+    """What a backward pass fills: B (eq. 22) and the modulus m (eqs. 23-24), rows 0..T (row T read as given)."""
+
+    B: np.ndarray  # (T+1, N+1)
+    m: np.ndarray  # (T+1, N+1)
+
+
 @kernel
-def backward(net, x, targets, chi, w, a, pi, modulus, B, m, scratch):
-    """For ``net`` (a ``network.Network``) with writing weights ``w``, fill ``B[t, i] = d log Pr / d V_i^t`` and the modulus ``m[t, i]`` for t = T-1 .. 0.
+def backward(net, seq, w, a, pi, modulus, out, scratch):
+    """For ``net`` (a ``network.Network``) with writing weights ``w``, fill ``out`` (a :class:`Backprop`):
+    ``B[t, i] = d log Pr / d V_i^t`` and the modulus ``m[t, i]`` for t = T-1 .. 0.
 
     ``B[T]`` and ``m[T]`` are read as boundary values (zero for a whole
     sequence, eq. 22 "initialized with B^T = 0"; a truncated window passes its
-    own).  ``scratch`` is a work array of shape (3, N+1).  ``x[t]`` is the
-    symbol read by the transition at time t and ``targets[t]`` the symbol whose
-    probability the output at time t is scored on: the same sequence in batch
-    training; an online learner scores a first occurrence on its escape symbol.
+    own).  ``scratch`` is a work array of shape (3, N+1).  ``seq`` (a
+    :class:`Scored`) holds ``x[t]``, the symbol read by the transition at time
+    t, ``targets[t]``, the symbol whose probability the output at time t is
+    scored on (the same sequence in batch training; an online learner scores a
+    first occurrence on its escape symbol), and ``chi[t]``, that output's weight.
     The sums over y run over the columns of ``w`` and ``pi``, so an online
     learner passes only its active symbols.
 
@@ -36,6 +57,8 @@ def backward(net, x, targets, chi, w, a, pi, modulus, B, m, scratch):
     RUOP modulus (eq. 23): m_i^t = (B_i^t)^2.
     """
     inputs, tau, _, leak, gated, activation = net
+    x, targets, chi = seq
+    B, m = out
     T = x.shape[0]
     N1, D = inputs.shape
     A = w.shape[1]

@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
+
+import numpy as np
 
 from ..jit import kernel
 
 
+class TransitionSums(NamedTuple):
+    """The gradient and metric sums of the transition (and RNN input) weights, per (symbol, unit) block."""
+
+    G: np.ndarray  # (S, N+1, D) gradient, eq. (25)
+    G_rho: np.ndarray  # (A, N+1) input-weight gradient (RNN)
+    M: np.ndarray  # (S, N+1, D, D) metric blocks, eq. (26) (quasi-diagonal: eqs. 34-35)
+    M_rho: np.ndarray  # (A, N+1) input-weight metric (RNN)
+
+
 @kernel
-def accumulate_transition(x, a, B, m, inputs, gated, quasi_diagonal, G, G_rho, M, M_rho):
+def accumulate_transition(net, x, a, back, quasi_diagonal, sums):
     """Add every time step's contribution to the gradient and metric of each (unit, symbol) block.
+
+    ``net`` is the ``network.Network`` (its graph and whether it is gated),
+    ``back`` the backward pass's ``Backprop`` (B and m), ``sums`` the
+    :class:`TransitionSums` accumulated into.
 
     For t = 0..T-1 and each unit j, with u = a_in^t the activities of j's
     incoming slots (unit 0 first) and sym = x_t (gated) or 0 (RNN):
@@ -26,6 +42,10 @@ def accumulate_transition(x, a, B, m, inputs, gated, quasi_diagonal, G, G_rho, M
     (M_rho is both the rho-rho diagonal entry and the rho-bias cross term.)
     The arrays are accumulated into, not reset.
     """
+    inputs = net.inputs
+    gated = net.gated
+    B, m = back
+    G, G_rho, M, M_rho = sums
     T = x.shape[0]
     N1, D = inputs.shape
     for t in range(T):

@@ -59,8 +59,8 @@ from ..jit import inline_kernel, kernel
 # source kinds (OnlineState.ctx_kind[s, 0]; ctx_kind[s, 1] is the order for ORDER)
 ORDER, COLUMN, WORD, MATCH = 0, 1, 2, 3
 # positions in OnlineState.ctx_int
-POS, MATCH_PTR, MATCH_LEN, LINE_START, PREV_LINE_START, PREV_LINE_LEN, FIELD, WORD_HASH, ORDER0_TOTAL, NNZ = range(10)
-CTX_INTS = 10
+CTX_INTS = 10  # the positions just below, in this order
+POS, MATCH_PTR, MATCH_LEN, LINE_START, PREV_LINE_START, PREV_LINE_LEN, FIELD, WORD_HASH, ORDER0_TOTAL, NNZ = range(CTX_INTS)
 NEWLINE = 10
 MATCH_BUCKETS = 24  # match lengths 0..15 one by one, then 16-23, 24-31, ... (see _match_bucket)
 MATCH_VERIFY = 32  # longest length credited to a match found by hash (it grows by one per hit after)

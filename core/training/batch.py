@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..kernels.backward import backward
+from ..kernels.backward import Backprop, Scored, backward
 from ..kernels.forward import allocate, forward
-from ..kernels.transition import accumulate_transition, solve_blocks, solve_quasi_diagonal
+from ..kernels.transition import TransitionSums, accumulate_transition, solve_blocks, solve_quasi_diagonal
 from ..kernels.writing import accumulate_writing, diagonal_step, quasi_diagonal_step
 from ..model import ModelSpec, Params, network
 from .methods import Method, get_method
@@ -148,14 +148,14 @@ class BatchTrainer:
         s, p, cur, meth = self.spec, self.params, self._current, self.method
         self._B[-1].fill(0.0)
         self._m[-1].fill(0.0)
-        backward(network(s, p), self.symbols, self.symbols, self.chi, p.writing_weights, cur.a, cur.pi, meth.modulus,
-                 self._B, self._m, self._scratch)
+        net = network(s, p)
+        back = Backprop(self._B, self._m)
+        backward(net, Scored(self.symbols, self.symbols, self.chi), p.writing_weights, cur.a, cur.pi, meth.modulus,
+                 back, self._scratch)
         for arr in (self._G, self._G_rho, self._M, self._M_rho):
             arr.fill(0.0)
-        accumulate_transition(
-            self.symbols, cur.a, self._B, self._m, p.inputs, s.gated, meth.quasi_diagonal,
-            self._G, self._G_rho, self._M, self._M_rho,
-        )
+        accumulate_transition(net, self.symbols, cur.a, back, meth.quasi_diagonal,
+                              TransitionSums(self._G, self._G_rho, self._M, self._M_rho))
         eps = self.config.metric_damping
         B0 = self._B[0]
         if meth.transition == "metric":
