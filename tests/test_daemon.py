@@ -19,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from seqd.clients import protocol as P
 from seqd.core.online import OnlineLearner
+from seqd.daemon import snapshot_file
 from seqd.daemon import streams as streams_module
 from seqd.daemon.streams import make_config
 
@@ -577,11 +578,11 @@ def test_a_snapshot_write_that_fails_leaves_no_partial_file(tmp_path, monkeypatc
         if len(calls) == 2:
             raise OSError(28, "No space left on device")
         return real(fd, data, offset)
-    real = streams_module.wal.write_all
-    monkeypatch.setattr(streams_module.wal, "write_all", write_all)
+    real = snapshot_file.wal.write_all
+    monkeypatch.setattr(snapshot_file.wal, "write_all", write_all)
     target = tmp_path / "snapshot.tmp"
     with pytest.raises(OSError, match="No space"):
-        streams_module._write_durably(target, b"head", b"x" * 1000, b"tail")
+        snapshot_file.write_durably(target, b"head", b"x" * 1000, b"tail")
     assert not target.exists()
 
 
