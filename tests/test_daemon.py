@@ -471,19 +471,19 @@ def test_workers_survive_a_full_wake_up_pipe_while_the_loop_stalls(tmp_path, mon
     """Thousands of small batches learned while the I/O loop is busy: no worker dies, nothing stalls."""
     import time
 
-    from seqd.daemon import server as server_module
+    from seqd.daemon.completions import Completions
 
     stall = {"on": False}
-    due = server_module.Server._snapshot_due
+    tick = Completions.tick
 
-    def slow_due(self, now):
+    def slow_tick(self, now):
         if stall["on"]:
             stall["on"] = False
             gate.set()
             time.sleep(1.0)  # the loop busy while the workers report thousands of batches
-        return due(self, now)
+        return tick(self, now)
 
-    monkeypatch.setattr(server_module.Server, "_snapshot_due", slow_due)
+    monkeypatch.setattr(Completions, "tick", slow_tick)
     with ThreadServer(tmp_path / "state") as srv:
         call = Caller(srv.api)
         names = ["a", "b", "c"]
