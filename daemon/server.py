@@ -11,11 +11,11 @@ learn; they, the sync thread and the namespace thread (:mod:`.background`)
 report back with :mod:`.reports` on a queue and a wake-up socket, and the
 loop answers what was waiting and publishes prediction events.
 
-What a deferral, a report, a tick of the clock or a stop means is decided
-by :mod:`.completions`, as plain data (an ``Outcome``: replies, streams for
-the workers, jobs for the sync and namespace threads, events); this module
-carries it out with its sockets and queues, and otherwise only starts,
-polls, reads, decodes, encodes, sends and stops.  Predicts waiting for a
+What a decoded request, a report, a tick of the clock or a stop comes to
+is decided by :mod:`.completions`, as plain data (an ``Outcome``: replies,
+streams for the workers, jobs for the sync and namespace threads, events);
+this module carries it out with its sockets and queues, and otherwise only
+starts, polls, reads, decodes, encodes, sends and stops.  Predicts waiting for a
 position are kept by :mod:`.waiters`; the state directory is
 :mod:`.state_dir`; a stream's states are :mod:`.lifecycle`.
 ``docs/daemon.md`` has the picture; ``docs/protocol.md`` the messages.
