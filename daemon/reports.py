@@ -2,8 +2,8 @@
 
 Workers, the sync thread and the namespace thread never answer a request nor
 touch the loop's bookkeeping; they put one of these on the loop's outbox and
-wake it, and the loop (:meth:`.server.Server._take_reports`) acts on them in
-the order they came.  A report that names a stream carries the
+wake it; the loop takes them in the order they came, and
+:meth:`.completions.Completions.report` decides what each one means.  A report that names a stream carries the
 :class:`~.streams.Stream` object itself, not its name: a stream dropped
 meanwhile may have given its name to a new one, and the loop tells them apart
 by identity.

@@ -11,8 +11,8 @@ to send at once or one of four deferrals:
   its stream to reach a position;
 * :class:`AwaitNamespace`: a create or a drop waits for the namespace thread.
 
-The I/O loop (:mod:`.server`) acts on the deferral: it hands the work to the
-thread named.  Nothing here touches a socket or a thread, so request handling
+What a deferral asks of the I/O loop is decided by :mod:`.completions` and
+carried out by :mod:`.server`, which hands the work to the thread named.  Nothing here touches a socket or a thread, so request handling
 is tested as it is (``tests/test_requests.py``).
 """
 
@@ -128,7 +128,7 @@ class Requests:
         if req.op == "stats" and req.stream is None:
             return Reply.success(req.id, **self.server_stats())
         if req.op == "publish" and req.create and req.stream not in self.streams and req.stream not in self.creating:
-            # the publish is answered once the stream is there (Server._created), or with why it is not
+            # the publish is answered once the stream is there (Completions), or with why it is not
             return self.create(Request(id=req.id, op="create", stream=req.stream), pending)
         stream = self.stream(req.stream)
         if req.op == "publish":
@@ -169,8 +169,9 @@ class Requests:
         """Check a create and hand it to the namespace thread: its files and fsyncs never hold up the loop.
 
         ``pending`` (the create, or a publish with ``create``) is answered
-        when the stream is in place, or with why it is not (the loop's
-        ``_created``); a refusal here is returned at once.
+        when the stream is in place, or with why it is not (by
+        :mod:`.completions`, on the namespace thread's report); a refusal
+        here is returned at once.
         """
         name = req.stream
         if name in self.unavailable:
@@ -231,7 +232,7 @@ class Requests:
 
     def drop(self, pending: Pending, stream: Stream) -> AwaitNamespace:
         """Move the stream's folder to the trash (a worker deletes it) and forget the stream; the drop is
-        answered once the namespace thread has made the move durable (the loop's ``_dropped``)."""
+        answered once the namespace thread has made the move durable (:mod:`.completions`)."""
         trash = self.state.trash_for(stream.name)
         with stream.io_lock:  # not while a worker writes its snapshot: after this, it writes none
             os.replace(stream.directory, trash)
@@ -280,6 +281,24 @@ class Requests:
         except Exception as exc:  # a fault of ours: whoever asked still gets an answer
             log.exception("stream %s: registering it failed", name)
             return pending, failure or (P.INTERNAL, f"{type(exc).__name__}: {exc}")
+
+    def restore_streams(self) -> None:
+        """Restore every stream of the state directory at start and serve it; a stream whose files cannot
+        be restored is named in ``unavailable`` with why, and its files are left as they are."""
+        t0 = time.perf_counter()
+        restored = self.state.restore(threads=self.config.worker_count, fsync=self.config.fsync)
+        if not restored:
+            return
+        for path, result in restored:
+            if isinstance(result, Stream):
+                result.go_live()
+                self.streams[result.name] = result
+                result.stagger(self.config.snapshot_interval_seconds)
+            else:
+                why = f"{type(result).__name__}: {result}"
+                self.unavailable[path.name] = why
+                log.error("stream %s could not be restored (its files are left as they are): %s", path.name, why)
+        log.info("restored %d stream(s) in %.1f s", len(self.streams), time.perf_counter() - t0)
 
     # -- statistics --------------------------------------------------------------------------------
     def stream_stats(self, stream: Stream) -> dict:

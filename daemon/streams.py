@@ -17,7 +17,8 @@ broken, faulted, dropped, gone); :attr:`Stream.state` is where it is.
 
 Files, in ``<state_dir>/streams/<name>/``: ``stream.json`` (the model
 configuration, written once at creation), ``snapshot`` (the learner at some
-position, replaced atomically), and the log segments.
+position, replaced atomically; its bytes are :mod:`.snapshot_file`), and the
+log segments.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import dataclasses
 import json
 import os
 import shutil
-import struct
 import threading
 import time
 import uuid
@@ -38,14 +38,10 @@ from pathlib import Path
 import numpy as np
 
 from ..core.online import OnlineConfig, OnlineLearner
-from . import lifecycle, wal
+from . import lifecycle, snapshot_file, wal
 from .lifecycle import State
 from .reports import Learned, SnapshotFailed, SnapshotWritten
 
-SNAPSHOT_MAGIC = b"SEQDSNP\x02"
-SNAPSHOT_MAGIC_V1 = b"SEQDSNP\x01"  # still read: statistics all in JSON, the recent code lengths as numbers
-_SNAP_HEAD = struct.Struct("<8sQII")  # magic, stream position, length and crc32 of the statistics
-_STATS_HEAD = struct.Struct("<I")  # v2 statistics: length of their JSON, the JSON, then the recent code lengths
 RECENT = 4096  # symbols over which the "recent" bits/symbol is taken
 CHUNK = 1 << 16  # a worker learns at most this many symbols before it yields to other streams
 
@@ -330,17 +326,14 @@ class Stream:
         belong to a new stream).
         """
         position = self.view.position
-        # the recent code lengths as raw float64: as JSON numbers they took about 4 ms with the GIL held
-        info = json.dumps({"code_bits": self.code_bits, "recent": len(self._recent)}).encode()
-        extra = _STATS_HEAD.pack(len(info)) + info + self._recent.astype("<f8").tobytes()
-        head = _SNAP_HEAD.pack(SNAPSHOT_MAGIC, position, len(extra), zlib.crc32(extra, position)) + extra
+        head = snapshot_file.head(position, self.code_bits, self._recent)
         if self.faulted:
             raise RuntimeError(f"stream {self.name!r} is not snapshotted: {self.broken}")
         path = self.directory / "snapshot"
         # The long part, outside the lock; the learner's arrays go to the file as they are, without the GIL.
         # A name of its own: should the stream be dropped and its name created again meanwhile, this file
         # lands in the new stream's folder, where it must not meet that stream's own snapshot being written.
-        tmp = _write_durably(path.with_name(f"snapshot.{uuid.uuid4().hex}.tmp"), head,
+        tmp = snapshot_file.write_durably(path.with_name(f"snapshot.{uuid.uuid4().hex}.tmp"), head,
                              *self.learner.snapshot_parts())
         with self.io_lock:
             if self.dropped:
@@ -361,7 +354,7 @@ class Stream:
         try:
             created = time.time()
             meta = {"name": name, "created": created, "config": config_dict(config)}
-            _write_atomically(tmp / "stream.json", json.dumps(meta, indent=1).encode())
+            snapshot_file.write_atomically(tmp / "stream.json", json.dumps(meta, indent=1).encode())
             learner = OnlineLearner(config)
             directory = streams_dir / name
             os.rename(tmp, directory)
@@ -390,19 +383,7 @@ class Stream:
         position, code_bits, recent, learner = 0, 0.0, None, None
         snap = directory / "snapshot"
         if snap.exists():
-            data = snap.read_bytes()
-            if len(data) < _SNAP_HEAD.size:
-                raise ValueError(f"{snap}: cut short")
-            magic, position, size, crc = _SNAP_HEAD.unpack_from(data)
-            end = _SNAP_HEAD.size + size
-            if magic[:7] == SNAPSHOT_MAGIC[:7] and magic not in (SNAPSHOT_MAGIC, SNAPSHOT_MAGIC_V1):
-                raise ValueError(f"{snap}: a stream snapshot of version {magic[7]}; this daemon reads versions "
-                                 f"{SNAPSHOT_MAGIC_V1[7]} and {SNAPSHOT_MAGIC[7]}")
-            if (magic not in (SNAPSHOT_MAGIC, SNAPSHOT_MAGIC_V1) or len(data) < end
-                    or zlib.crc32(data[_SNAP_HEAD.size:end], position) != crc):
-                raise ValueError(f"{snap}: not a seqd stream snapshot, or damaged")
-            code_bits, recent = _read_statistics(magic, data[_SNAP_HEAD.size:end], snap)
-            learner = OnlineLearner.from_bytes(data[end:])
+            position, code_bits, recent, learner = snapshot_file.read(snap, RECENT)
             if learner.config != config:
                 raise ValueError(f"{snap}: its model configuration differs from stream.json")
         learner = learner or OnlineLearner(config)
@@ -422,45 +403,5 @@ class Stream:
         return stream
 
 
-def _read_statistics(magic: bytes, stats: bytes, snap: Path) -> tuple[float, np.ndarray]:
-    """A snapshot's cumulative code length and recent code lengths, from either version's layout."""
-    try:
-        if magic == SNAPSHOT_MAGIC_V1:
-            info = json.loads(stats)
-            recent = np.asarray(info["recent"], dtype=np.float64)
-        else:
-            (n,) = _STATS_HEAD.unpack_from(stats)
-            info = json.loads(stats[_STATS_HEAD.size:_STATS_HEAD.size + n])
-            recent = np.frombuffer(stats, dtype="<f8", offset=_STATS_HEAD.size + n).astype(np.float64)
-            if len(recent) != info["recent"]:
-                raise ValueError(f"{len(recent)} recent code lengths, the header says {info['recent']}")
-        if recent.shape != (RECENT,):
-            raise ValueError(f"{recent.shape} recent code lengths, not ({RECENT},)")
-        return float(info["code_bits"]), recent
-    except (ValueError, KeyError, TypeError, struct.error) as exc:
-        raise ValueError(f"{snap}: its statistics are malformed ({exc})") from None
-
-
 class Dropped(Exception):
     """The stream was dropped: it writes nothing more."""
-
-
-def _write_durably(path: Path, *parts) -> Path:
-    """Write the buffers one after the other to a new file at ``path``, and fsync it."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-    try:
-        offset = 0
-        for part in parts:
-            offset = wal.write_all(fd, part, offset)
-        os.fsync(fd)
-    except BaseException:
-        path.unlink(missing_ok=True)  # a snapshot is tens of megabytes: leave no partial one on a full disk
-        raise
-    finally:
-        os.close(fd)
-    return path
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    os.replace(_write_durably(path.with_name(path.name + ".tmp"), data), path)
-    wal.fsync_path(path.parent)

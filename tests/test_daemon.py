@@ -20,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from seqd.clients import protocol as P
 from seqd.core.online import OnlineLearner
+from seqd.daemon import snapshot_file
 from seqd.daemon import streams as streams_module
 from seqd.daemon.streams import make_config
 
@@ -473,19 +474,19 @@ def test_workers_survive_a_full_wake_up_pipe_while_the_loop_stalls(tmp_path, mon
     """Thousands of small batches learned while the I/O loop is busy: no worker dies, nothing stalls."""
     import time
 
-    from seqd.daemon import server as server_module
+    from seqd.daemon.completions import Completions
 
     stall = {"on": False}
-    due = server_module.Server._snapshot_due
+    tick = Completions.tick
 
-    def slow_due(self, now):
+    def slow_tick(self, now):
         if stall["on"]:
             stall["on"] = False
             gate.set()
             time.sleep(1.0)  # the loop busy while the workers report thousands of batches
-        return due(self, now)
+        return tick(self, now)
 
-    monkeypatch.setattr(server_module.Server, "_snapshot_due", slow_due)
+    monkeypatch.setattr(Completions, "tick", slow_tick)
     with ThreadServer(tmp_path / "state") as srv:
         call = Caller(srv.api)
         names = ["a", "b", "c"]
@@ -580,11 +581,11 @@ def test_a_snapshot_write_that_fails_leaves_no_partial_file(tmp_path, monkeypatc
         if len(calls) == 2:
             raise OSError(28, "No space left on device")
         return real(fd, data, offset)
-    real = streams_module.wal.write_all
-    monkeypatch.setattr(streams_module.wal, "write_all", write_all)
+    real = snapshot_file.wal.write_all
+    monkeypatch.setattr(snapshot_file.wal, "write_all", write_all)
     target = tmp_path / "snapshot.tmp"
     with pytest.raises(OSError, match="No space"):
-        streams_module._write_durably(target, b"head", b"x" * 1000, b"tail")
+        snapshot_file.write_durably(target, b"head", b"x" * 1000, b"tail")
     assert not target.exists()
 
 
