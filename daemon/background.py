@@ -13,39 +13,22 @@ import logging
 import os
 import queue
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import zmq
 
 from . import wal
+from .pending import CreateJob
 from .reports import Created, CreateFailed, DropSynced, Faulted, Synced
 from .streams import Stream
 
 if TYPE_CHECKING:
-    from ..core.online import OnlineConfig
-    from .requests import AwaitSync, Pending
+    from .pending import AwaitSync
 
 log = logging.getLogger("seqd")
 
 WAKE_ENDPOINT = "inproc://seqd-wake"
-
-
-@dataclass(frozen=True, eq=False)
-class CreateJob:
-    """Build a new stream's files (its folder, description, first log segment, and their fsyncs)."""
-
-    name: str
-    config: "OnlineConfig"
-
-
-@dataclass(frozen=True, eq=False)
-class DropJob:
-    """Make a drop durable: the stream's folder was moved to the trash; fsync the streams' folder."""
-
-    stream: Stream
-    requester: "Pending"
 
 
 def work(ready: queue.SimpleQueue, outbox: queue.SimpleQueue, ctx: zmq.Context, nice: int) -> None:

@@ -37,12 +37,11 @@ from typing import Callable
 
 from ..clients import protocol as P
 from ..clients.protocol import Reply
-from .background import CreateJob, DropJob
 from .config import ServeConfig
 from .metrics import Telemetry
 from .reports import Created, CreateFailed, DropSynced, Faulted, Learned, SnapshotFailed, SnapshotWritten, Synced
-from .requests import (AwaitNamespace, AwaitSync, AwaitWorker, Deferral, Pending, Requests, prediction,
-                       stopping)
+from .pending import AwaitNamespace, AwaitSync, AwaitWorker, CreateJob, Deferral, DropJob, Pending
+from .requests import Requests, prediction, stopping
 from .streams import Stream, config_dict
 
 log = logging.getLogger("seqd")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:
-    from .requests import AwaitSync, Pending
+    from .pending import AwaitSync, Pending
     from .streams import Stream
 
 

@@ -22,15 +22,15 @@ import logging
 import os
 import shutil
 import time
-from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Callable
 
 import numpy as np
 
 from .. import __version__
 from ..clients import protocol as P
 from ..clients.protocol import Reply, Request
-from .background import CreateJob, DropJob
+from .pending import (AwaitNamespace, AwaitPosition, AwaitSync, AwaitWorker, CreateJob, Deferral, DropJob,
+                      Pending)
 from .reports import Created, CreateFailed
 from .config import ServeConfig
 from .state_dir import StateDirectory
@@ -43,56 +43,6 @@ MAX_QUEUED_BATCHES = 4096  # per stream: a flood of tiny batches is bounded too,
 CREATE_RETRY_MS = 10  # what a request for a stream being created is told to wait
 LEARN_RATE_HINT = 50_000  # symbols/s, to suggest how long a "busy" publisher should wait
 BUSY_RETRY_MS = (10, 5000)  # the bounds of what a "busy" publisher is told to wait
-
-
-@dataclass
-class Pending:
-    """A request whose reply waits: for a sync, a worker, or a position to be learned."""
-
-    identity: bytes
-    request: Request
-    t0: float
-    deadline: float = 0.0  # a waiting predict: when it times out
-    position: int = 0  # an accepted batch: the stream's length after it
-    done: bool = False  # a waiting predict already answered (it stays in the deadline heap until it pops)
-
-    def __lt__(self, other: "Pending") -> bool:  # for the deadline heap
-        return self.deadline < other.deadline
-
-
-@dataclass(frozen=True, eq=False)
-class AwaitSync:
-    """A batch appended to its stream's log, acknowledged after the log's fsync."""
-
-    pending: Pending
-    stream: Stream
-    symbols: np.ndarray  # uint8 or uint16, as queued for the learner
-
-
-@dataclass(frozen=True, eq=False)
-class AwaitWorker:
-    """A snapshot queued for a worker; ``schedule`` is the stream to hand to one (None: it is already)."""
-
-    schedule: Stream | None
-
-
-@dataclass(frozen=True, eq=False)
-class AwaitPosition:
-    """A predict waiting in the waiters for its stream's position."""
-
-
-@dataclass(frozen=True, eq=False)
-class AwaitNamespace:
-    """A create or a drop for the namespace thread.  A drop has also ended the stream's other waiting
-    requests (``answers``: each with its reply and its kind) and may have work for a worker (``schedule``:
-    deleting the folder)."""
-
-    job: CreateJob | DropJob
-    schedule: Stream | None = None
-    answers: tuple[tuple[Pending, Reply, str], ...] = ()
-
-
-Deferral = Union[AwaitSync, AwaitWorker, AwaitPosition, AwaitNamespace]
 
 
 def stopping(req: Request) -> Reply:

@@ -39,7 +39,8 @@ from .background import name_os_thread
 from .completions import Completions, Outcome
 from .config import ServeConfig
 from .metrics import Telemetry, start_metrics_server
-from .requests import AwaitSync, Pending, Requests
+from .pending import AwaitSync, Pending
+from .requests import Requests
 from .state_dir import StateDirectory
 from .streams import Stream
 from .waiters import Waiters

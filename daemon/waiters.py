@@ -24,7 +24,7 @@ import heapq
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .requests import Pending
+    from .pending import Pending
 
 MAX_WAITERS = 10_000  # predicts waiting for a position, all streams together
 _STALE_SLACK = 64  # answered waiters the heap may hold beyond twice the waiting ones before it is rebuilt

@@ -16,14 +16,14 @@ from prometheus_client import CollectorRegistry
 
 from seqd.clients import protocol as P
 from seqd.clients.protocol import Request
-from seqd.daemon.background import CreateJob, DropJob
 from seqd.daemon.completions import EVENT_TOP, Completions, Outcome
 from seqd.daemon.config import ServeConfig
 from seqd.daemon.lifecycle import State
 from seqd.daemon.metrics import Telemetry
 from seqd.daemon.reports import (Created, CreateFailed, DropSynced, Faulted, Learned, SnapshotFailed,
                                  SnapshotWritten, Synced)
-from seqd.daemon.requests import Pending, Requests
+from seqd.daemon.pending import CreateJob, DropJob, Pending
+from seqd.daemon.requests import Requests
 from seqd.daemon.state_dir import StateDirectory
 from seqd.daemon.streams import Stream
 from seqd.daemon.waiters import Waiters

@@ -13,12 +13,11 @@ import pytest
 import seqd
 from seqd.clients import protocol as P
 from seqd.clients.protocol import Reply, Request
-from seqd.daemon.background import CreateJob, DropJob
 from seqd.daemon.config import ServeConfig
 from seqd.daemon.lifecycle import State
 from seqd.daemon.reports import Created, CreateFailed
-from seqd.daemon.requests import (AwaitNamespace, AwaitPosition, AwaitSync, AwaitWorker, Pending, Requests,
-                                  prediction)
+from seqd.daemon.pending import AwaitNamespace, AwaitPosition, AwaitSync, AwaitWorker, CreateJob, DropJob, Pending
+from seqd.daemon.requests import Requests, prediction
 from seqd.daemon.state_dir import StateDirectory
 from seqd.daemon.streams import Stream, make_config
 from seqd.daemon.waiters import Waiters

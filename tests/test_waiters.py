@@ -7,7 +7,7 @@ import pytest
 
 from seqd.clients.protocol import Request
 from seqd.daemon import waiters as waiters_module
-from seqd.daemon.requests import Pending
+from seqd.daemon.pending import Pending
 from seqd.daemon.waiters import Waiters
 
 

@@ -1,0 +1,91 @@
+"""A request whose reply waits, what it waits for, and the jobs the loop gives the namespace thread.
+
+These small records are the vocabulary the daemon's parts share: request
+handling (:mod:`.requests`) answers a request at once or returns one of the
+deferrals below; :mod:`.completions` decides what each asks of the loop;
+the waiting predicts (:mod:`.waiters`) and the background threads'
+reports (:mod:`.reports`) carry the :class:`Pending` requests they will
+answer.  They hold data only, and import nothing of the daemon but for
+type annotations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
+
+import numpy as np
+
+from ..clients.protocol import Reply, Request
+
+if TYPE_CHECKING:
+    from ..core.online import OnlineConfig
+    from .streams import Stream
+
+
+@dataclass
+class Pending:
+    """A request whose reply waits: for a sync, a worker, or a position to be learned."""
+
+    identity: bytes
+    request: Request
+    t0: float
+    deadline: float = 0.0  # a waiting predict: when it times out
+    position: int = 0  # an accepted batch: the stream's length after it
+    done: bool = False  # a waiting predict already answered (it stays in the deadline heap until it pops)
+
+    def __lt__(self, other: "Pending") -> bool:  # for the deadline heap
+        return self.deadline < other.deadline
+
+
+@dataclass(frozen=True, eq=False)
+class AwaitSync:
+    """A batch appended to its stream's log, acknowledged after the log's fsync."""
+
+    pending: Pending
+    stream: "Stream"
+    symbols: np.ndarray  # uint8 or uint16, as queued for the learner
+
+
+@dataclass(frozen=True, eq=False)
+class AwaitWorker:
+    """A snapshot queued for a worker; ``schedule`` is the stream to hand to one (None: it is already)."""
+
+    schedule: "Stream | None"
+
+
+@dataclass(frozen=True, eq=False)
+class AwaitPosition:
+    """A predict waiting in the waiters for its stream's position."""
+
+
+@dataclass(frozen=True, eq=False)
+class AwaitNamespace:
+    """A create or a drop for the namespace thread.  A drop has also ended the stream's other waiting
+    requests (``answers``: each with its reply and its kind) and may have work for a worker (``schedule``:
+    deleting the folder)."""
+
+    job: "CreateJob | DropJob"
+    schedule: "Stream | None" = None
+    answers: tuple[tuple[Pending, Reply, str], ...] = ()
+
+
+Deferral = Union[AwaitSync, AwaitWorker, AwaitPosition, AwaitNamespace]
+
+
+# -- what the loop asks of the namespace thread (:func:`.background.namespace`) --------------------------
+
+@dataclass(frozen=True, eq=False)
+class CreateJob:
+    """Build a new stream's files (its folder, description, first log segment, and their fsyncs)."""
+
+    name: str
+    config: "OnlineConfig"
+
+
+@dataclass(frozen=True, eq=False)
+class DropJob:
+    """Make a drop durable: the stream's folder was moved to the trash; fsync the streams' folder."""
+
+    stream: "Stream"
+    requester: Pending
