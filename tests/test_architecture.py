@@ -1,0 +1,103 @@
+"""The house rules of ``docs/architecture.md``, checked on the source: the arrows between rooms, and room sizes.
+
+Imports are read with :mod:`ast` (nothing is imported), including those
+inside functions and under ``TYPE_CHECKING``, and resolved to ``seqd.*``
+module names:
+
+* ``seqd.core`` imports nothing of seqd outside itself: the mathematics can be
+  read, tested and reused without a socket, a thread or a command line;
+* ``seqd.clients`` imports nothing of seqd outside itself: a client needs no
+  model and no daemon;
+* ``seqd.daemon`` may use ``core``, ``clients`` and the package's version, never
+  the command line;
+* nothing imports ``seqd.cli`` but the package's ``__main__``: the command line
+  is the top floor;
+* no source file of ``core/``, ``daemon/``, ``clients/`` or ``cli/`` exceeds
+  :data:`MAX_LINES` lines.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ROOMS = ("core", "daemon", "clients", "cli")
+MAX_LINES = 500
+
+# room -> the rooms (seqd.<room>) its files may import; "" is the root package (seqd itself: its version)
+ALLOWED = {
+    "core": {"core"},
+    "clients": {"clients"},
+    "daemon": {"daemon", "core", "clients", ""},
+    "cli": {"cli", "daemon", "core", "clients", ""},
+    "": {"", "clients", "cli"},
+}
+
+
+def sources() -> list[Path]:
+    files = [p for room in ROOMS for p in sorted((ROOT / room).rglob("*.py"))]
+    return files + [ROOT / "__init__.py", ROOT / "__main__.py"]
+
+
+def module_name(path: Path) -> str:
+    """The dotted name of a source file: ``core/online/state.py`` is ``seqd.core.online.state``."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(["seqd", *parts])
+
+
+def seqd_imports(path: Path) -> set[str]:
+    """Every ``seqd.*`` module ``path`` imports, relative imports resolved."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.add(target)
+    return {m for m in found if m == "seqd" or m.startswith("seqd.")}
+
+
+def room(module: str) -> str:
+    """``core`` for ``seqd.core.online``; ``""`` for ``seqd`` itself."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in ROOMS else ""
+
+
+@pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_point_only_down(path):
+    own = room(module_name(path))
+    wrong = sorted(m for m in seqd_imports(path) if room(m) not in ALLOWED[own])
+    assert not wrong, f"{path.relative_to(ROOT)} ({own or 'the seqd package'}) imports {wrong}: see docs/architecture.md"
+
+
+def test_only_the_entry_points_import_the_command_line():
+    importers = sorted(str(p.relative_to(ROOT)) for p in sources()
+                       if room(module_name(p)) != "cli" and any(room(m) == "cli" for m in seqd_imports(p)))
+    assert importers == ["__main__.py"]
+
+
+@pytest.mark.parametrize("path", [p for p in sources() if p.parent != ROOT], ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_source_file_is_over_the_size_limit(path):
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines: split it along an idea (limit {MAX_LINES})"
+
+
+def test_the_rules_see_the_imports():
+    """The resolver itself: relative imports from a package and from a module, and absolute ones."""
+    assert seqd_imports(ROOT / "core" / "online" / "window.py") >= {"seqd.core.jit", "seqd.core.kernels.backward",
+                                                                   "seqd.core.online.config"}
+    assert "seqd.clients.protocol" in seqd_imports(ROOT / "daemon" / "requests.py")
+    assert seqd_imports(ROOT / "__init__.py") >= {"seqd.clients.client", "seqd.clients.aio"}
+    assert "seqd.cli" in seqd_imports(ROOT / "__main__.py")
