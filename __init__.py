@@ -27,10 +27,7 @@ __all__ = ["AsyncClient", "Client", "__version__"]
 
 
 def __getattr__(name: str):
-    if name == "Client":
-        from .clients.client import Client
-        return Client
-    if name == "AsyncClient":
-        from .clients.aio import AsyncClient
-        return AsyncClient
+    if name in ("Client", "AsyncClient"):
+        from . import clients  # imports nothing until the class is asked for
+        return getattr(clients, name)
     raise AttributeError(f"module 'seqd' has no attribute {name!r}")
