@@ -194,7 +194,12 @@ class Completions:
                                       bits=report.bits, top=tuple((s, p) for s, p in view.top(EVENT_TOP)),
                                       escape=view.escape))
             for w in self.waiters.wake(stream.name, stream.view.position):
-                out.reply(w, prediction(w.request, stream), "predict")
+                try:  # each woken predict is answered, whatever happens to the others'
+                    reply = prediction(w.request, stream)
+                except Exception as exc:  # a fault of ours: say so to this client, answer the rest
+                    log.exception("the answer to a waiting predict on stream %s failed", stream.name)
+                    reply = Reply.failure(w.request.id, P.INTERNAL, f"{type(exc).__name__}: {exc}")
+                out.reply(w, reply, "predict")
 
     def _created(self, report: Created | CreateFailed, out: Outcome) -> None:
         """The namespace thread's report on a create: the stream is registered (or refused), and the request

@@ -20,7 +20,8 @@ by a restore at start) before the I/O loop serves it::
 * **dropped**: the loop has forgotten it and moved its folder to the trash;
   the drop is answered once the namespace thread has made that move durable
   (or with why it could not).
-* **gone**: nothing refers to it any more; its name may belong to a new stream.
+* **gone**: the loop no longer refers to it (a worker may still be deleting its folder from the
+  trash); its name may belong to a new stream.
 
 Whether a snapshot is queued (``snapshot_pending``) and whether a worker holds
 the stream (``scheduled``) are not states of the lifecycle: a live stream

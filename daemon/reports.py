@@ -49,7 +49,8 @@ class SnapshotFailed:
 
 @dataclass(frozen=True, eq=False)
 class Faulted:
-    """Learning raised: the stream is faulted (its reason in ``stream.broken``)."""
+    """Learning raised: the stream is faulted, or stays dropped if it was dropped meanwhile (the reason is in
+    ``stream.broken``)."""
 
     stream: "Stream"
     orphans: tuple["Pending", ...]  # snapshot requests that will now never be written

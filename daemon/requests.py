@@ -1,19 +1,21 @@
 """What the daemon does with a request: a reply now, or a deferral saying what the reply waits for.
 
-:meth:`Requests.handle` takes a decoded request (in a :class:`Pending`) and
-the daemon's streams, and returns either the :class:`seqd.clients.protocol.Reply`
-to send at once or one of four deferrals:
+:meth:`Requests.handle` takes a decoded request (in a :class:`~.pending.Pending`)
+and the daemon's streams, and returns either the
+:class:`seqd.clients.protocol.Reply` to send at once or one of the four
+deferrals of :mod:`.pending`:
 
-* :class:`AwaitSync`: a published batch is in its stream's write-ahead log;
-  it is acknowledged once a sync thread has fsynced the log (group commit);
-* :class:`AwaitWorker`: a snapshot is queued; a worker answers it;
-* :class:`AwaitPosition`: a predict waits in :class:`~.waiters.Waiters` for
-  its stream to reach a position;
-* :class:`AwaitNamespace`: a create or a drop waits for the namespace thread.
+* ``AwaitSync``: a published batch is in its stream's write-ahead log; it is
+  acknowledged once a sync thread has fsynced the log (group commit);
+* ``AwaitWorker``: a snapshot is queued; a worker answers it;
+* ``AwaitPosition``: a predict waits in :class:`~.waiters.Waiters` for its
+  stream to reach a position;
+* ``AwaitNamespace``: a create or a drop waits for the namespace thread.
 
 What a deferral asks of the I/O loop is decided by :mod:`.completions` and
-carried out by :mod:`.server`, which hands the work to the thread named.  Nothing here touches a socket or a thread, so request handling
-is tested as it is (``tests/test_requests.py``).
+carried out by :mod:`.server`, which hands the work to the thread named.
+Nothing here touches a socket or a thread, so request handling is tested as
+it is (``tests/test_requests.py``).
 """
 
 from __future__ import annotations

@@ -249,7 +249,11 @@ class Server:
     def _take_reports(self) -> None:
         outbox = self._outbox
         while not outbox.empty():  # this loop is the only reader: what is there stays there
-            self._carry_out(self.completions.report(outbox.get_nowait()))
+            report = outbox.get_nowait()
+            try:
+                self._carry_out(self.completions.report(report))
+            except Exception:  # a fault of ours in carrying it out: log it, keep serving the other reports
+                log.exception("carrying out what a %s report meant failed", type(report).__name__)
 
     def _release(self) -> None:
         """Stop the threads and free whatever :meth:`start` opened, in order: the workers and the sync

@@ -220,7 +220,7 @@ class Stream:
         dropped meanwhile stays dropped."""
         with self.lock:
             self.broken = reason
-            if self.state in lifecycle.SERVED:
+            if self.state in (State.LIVE, State.BROKEN):  # the only states the table lets fault
                 self._move(State.FAULTED)
             orphans = self._clear()
             self.scheduled = False

@@ -15,7 +15,7 @@ the heap is rebuilt without them.
 
 A waiter is any object with ``deadline`` (a time on the caller's clock),
 ``done`` and ``request`` (with ``stream`` and ``min_position``), ordered by
-deadline: the daemon's :class:`~.requests.Pending`.
+deadline: the daemon's :class:`~.pending.Pending`.
 """
 
 from __future__ import annotations

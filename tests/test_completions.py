@@ -182,6 +182,28 @@ def test_a_learned_batch_publishes_its_event_and_answers_the_predicts_waiting_fo
     assert loop.counter("seqd_symbols_learned_total") == 5
 
 
+def test_a_woken_predict_whose_answer_fails_is_told_so_and_the_others_are_answered(loop, monkeypatch, caplog):
+    from seqd.daemon import completions, requests
+    s = loop.create("s")
+    _, commit = loop.burst(("s", b"abcab"))
+    for top in (1, 2, 3):
+        assert not loop("predict", stream="s", min_position=5, wait_ms=1000, top=top).replies
+    loop.synced(commit)
+    (learned,) = loop.work(s)
+
+    def prediction(req, stream):
+        if req.top == 2:
+            raise RuntimeError("no view")
+        return requests.prediction(req, stream)
+
+    monkeypatch.setattr(completions, "prediction", prediction)
+    with caplog.at_level(logging.ERROR, logger="seqd"):
+        out = loop.completions.report(learned)
+    assert answers(out) == [("ok", "predict"), (P.INTERNAL, "predict"), ("ok", "predict")]
+    assert "no view" in out.replies[1][1].message and "waiting predict" in caplog.text
+    assert len(loop.requests.waiters) == 0
+
+
 def test_a_late_report_of_a_dropped_stream_reaches_no_stream_of_its_name(loop):
     old = loop.create("x")
     (job,) = loop("drop", stream="x").jobs

@@ -28,8 +28,9 @@ def test_a_position_wakes_the_waiters_it_satisfies_in_the_order_they_came():
     assert ids(w.wake("s", 8)) == []  # answered once only
     assert ids(w.waiting_for("s")) == [2, 4] and len(w) == 2
     assert ids(w.wake("other", 100)) == []
-    assert ids(w.wake("s", 20)) == [2, 4] and len(w) == 0
-    assert all(x.done for x in w.waiting_for("s")) and w.next_deadline() == float("inf")
+    woken = w.wake("s", 20)
+    assert ids(woken) == [2, 4] and len(w) == 0
+    assert all(x.done for x in woken) and w.next_deadline() == float("inf")
 
 
 def test_deadlines_expire_earliest_first_and_forget_the_waiter():
