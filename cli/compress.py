@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from seqd.core import container
+from seqd.core import container, limits
 from seqd.core.container import Block, BlockDecoder, BlockEncoder, End, FormatError, Header
 
 from ._display import StatusLine, human_size, parse_size
@@ -58,6 +58,9 @@ def configure_decompress(d: argparse.ArgumentParser) -> None:
                    help="decode N independent blocks at once (default 1; 0 = every core)")
     d.add_argument("--salvage", action="store_true",
                    help="write every block that decodes, skip damaged ones and a missing end (exit code 2)")
+    d.add_argument("--memory-limit", type=_memory_limit, default=limits.DEFAULT_MEMORY_LIMIT, metavar="SIZE",
+                   help="refuse a file whose model and blocks need more memory than SIZE (K/M/G suffixes; "
+                        "default 1G; the default model needs about 75M per thread)")
     d.set_defaults(run=_decompress)
 
 
@@ -70,6 +73,16 @@ def _common(p) -> None:
                    help="overwrite an existing output file; write binary data to a terminal")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     p.add_argument("--json", action="store_true", help="print a JSON summary on standard output (stderr for -c)")
+
+
+def _memory_limit(text: str) -> int:
+    try:
+        value = parse_size(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"invalid size {text!r} (examples: 512M, 2G)")
+    return value
 
 
 def _block_size(text: str) -> int:
@@ -295,6 +308,8 @@ def _decompress(args) -> int:
     target = None
     try:
         header = container.read_header(reader)
+        limits.check_memory(header.config, header.block_size, args.memory_limit, name=str(src or "standard input"),
+                            learners=threads, option="--memory-limit")
         target = Target(dst, args.force)
         n_out = decode_records(reader, header, target, threads, args.salvage, warnings, progress)
         target.commit()

@@ -120,7 +120,10 @@ def quantize(pi, first, width, freq):
     """freq[y] = 1 + floor(pi[y] * (2^16 - n)) for y in [first, width), n = width - first; 0 below first.
 
     Returns the total, at most 2^16.  The floor of 1 keeps every symbol that
-    can occur codable whatever the model says.
+    can occur codable whatever the model says.  A probability that is not a
+    number (a model whose arithmetic broke down: a file's settings are not
+    trusted) counts as 0, so the coder's range never collapses and a decoder
+    always terminates; a softmax's probabilities, in [0, 1], are unchanged.
     """
     n = width - first
     scale = float((1 << PRECISION) - n)
@@ -128,7 +131,10 @@ def quantize(pi, first, width, freq):
     for y in range(first):
         freq[y] = 0
     for y in range(first, width):
-        f = 1 + np.int64(pi[y] * scale)
+        p = pi[y]
+        if not p >= 0.0:  # NaN
+            p = 0.0
+        f = 1 + np.int64(min(p, 1.0) * scale)
         freq[y] = f
         total += f
     return total

@@ -24,6 +24,7 @@ from typing import BinaryIO, Iterator
 import numpy as np
 
 from . import coder
+from .limits import DEFAULT_MEMORY_LIMIT, check_config, check_memory, check_settings, parse_meta
 from .online import OnlineConfig, OnlineLearner
 from .online.codec import decode_symbols, encode_symbols, freq_buffer, max_encoded_bytes
 
@@ -31,6 +32,8 @@ MAGIC = b"\x89SQD\r\n\x1a\n"  # non-ASCII first byte and CR LF / ^Z / LF catch t
 FORMAT_VERSION = 1
 DEFAULT_BLOCK_SIZE = 4 << 20
 MAX_BLOCK_SIZE = 1 << 30
+MAX_HEADER_JSON = 1 << 20  # bytes of the header's JSON text
+READ_PIECE = 1 << 20  # a record's payload is read in pieces of this size: a length field is not trusted
 FRESH, CONTINUES = 0, 1  # a block starts a new learner, or continues the previous block's
 
 _HEAD = struct.Struct("<8sHHI")  # magic, version, reserved, header length
@@ -67,6 +70,7 @@ class Header:
     size: int = 0  # bytes the header took in the file it was read from
 
     def to_bytes(self) -> bytes:
+        check_config(self.config)
         settings = json.loads(json.dumps(dataclasses.asdict(self.config)))  # tuples as lists, like the presets
         changed = {k: v for k, v in settings.items() if PRESETS[PRESET].get(k, object()) != v}
         meta = {"preset": PRESET, "config": changed, "block_size": self.block_size, "build": self.build}
@@ -100,11 +104,10 @@ class BlockEncoder:
     """Codes blocks of bytes; a learner is kept between calls only for CONTINUES blocks."""
 
     def __init__(self, config: OnlineConfig):
-        if config.alphabet_cap != 256:
-            raise ValueError(f"the container codes bytes: alphabet_cap must be 256, got {config.alphabet_cap}")
+        check_config(config)  # alphabet_cap 256, and every setting a reader accepts (core/limits.py)
         self.config = config
         self.learner: OnlineLearner | None = None
-        self._freq = freq_buffer(256)
+        self._freq = freq_buffer(config.alphabet_cap)
 
     def encode(self, data: bytes, continues: bool = False, progress=None, step: int = 1 << 16) -> bytes:
         """One block record: a fresh learner unless ``continues`` (and a previous block exists)."""
@@ -165,10 +168,15 @@ class End:
 
 
 def _read_exact(reader: BinaryIO, n: int, what: str, offset: int) -> bytes:
-    data = reader.read(n)
-    if len(data) != n:
-        raise FormatError(f"truncated file: {what} at byte {offset} is cut short ({len(data)} of {n} bytes)")
-    return data
+    """``n`` bytes, read in pieces: memory follows what the file holds, not what a length field claims."""
+    pieces, got = [], 0
+    while got < n:
+        piece = reader.read(min(n - got, READ_PIECE))
+        if not piece:
+            raise FormatError(f"truncated file: {what} at byte {offset} is cut short ({got} of {n} bytes)")
+        pieces.append(piece)
+        got += len(piece)
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
 
 def read_header(reader: BinaryIO) -> Header:
@@ -180,29 +188,36 @@ def read_header(reader: BinaryIO) -> Header:
     _, version, _, hlen = _HEAD.unpack(head)
     if version > FORMAT_VERSION:
         raise FormatError(f"format version {version} is newer than this seqd reads ({FORMAT_VERSION}): upgrade seqd")
-    if hlen > 1 << 20:
-        raise FormatError("damaged header (implausible length)")
+    if hlen > MAX_HEADER_JSON:
+        raise FormatError(f"damaged header (implausible length: {hlen} bytes of settings)")
     body = _read_exact(reader, hlen, "the header", _HEAD.size)
     (crc,) = struct.unpack("<I", _read_exact(reader, 4, "the header checksum", _HEAD.size + hlen))
     if zlib.crc32(head + body) != crc:
         raise FormatError("damaged header (checksum mismatch)")
-    try:
-        meta = json.loads(body)
+    try:  # nothing in the header is trusted (core/limits.py): every key and setting is checked
+        meta = parse_meta(body)
         if meta["preset"] not in PRESETS:
-            raise FormatError(f"model preset {meta['preset']!r} is newer than this seqd knows: upgrade seqd")
-        config = OnlineConfig(**{**PRESETS[meta["preset"]], **meta["config"]})
-        block_size = int(meta["block_size"])
+            raise FormatError(f"model preset {meta['preset'][:40]!r} is newer than this seqd knows: upgrade seqd")
+        config = check_settings({**PRESETS[meta["preset"]], **meta["config"]})
+        block_size = meta["block_size"]
         check_block_size(block_size)
     except FormatError:
         raise
     except (ValueError, TypeError, KeyError) as exc:
         raise FormatError(f"damaged header: {exc}") from None
-    return Header(config, block_size, str(meta.get("build", "")), _HEAD.size + hlen + 4)
+    return Header(config, block_size, meta.get("build", ""), _HEAD.size + hlen + 4)
 
 
 def read_records(reader: BinaryIO, header: Header, offset: int) -> Iterator[Block | End]:
-    """Block records, then the End record; a record that cannot be framed is a FormatError."""
+    """Block records, then the End record; a record that cannot be framed is a FormatError.
+
+    A record is refused before its payload is read when its lengths exceed
+    what the header allows: n above the block size, p above the coder's bound
+    for n, or a chain (a FRESH block and the CONTINUES blocks after it) of
+    more than a block size of original bytes, which no writer makes.
+    """
     index = 0
+    chain = 0  # original bytes since the last FRESH block
     while True:
         kind_byte = reader.read(1)
         if not kind_byte:
@@ -215,8 +230,10 @@ def read_records(reader: BinaryIO, header: Header, offset: int) -> Iterator[Bloc
             return
         rest = _read_exact(reader, _BLOCK.size - 1, f"block {index}'s record", offset)
         kind, length, plen, crc, pcrc = _BLOCK.unpack(kind_byte + rest)
-        if kind not in (FRESH, CONTINUES) or length > header.block_size or plen > max_encoded_bytes(length):
-            raise FormatError(f"block {index} (at byte {offset}) is damaged: its record is not valid")
+        chain = length + (chain if kind == CONTINUES else 0)
+        if kind not in (FRESH, CONTINUES) or chain > header.block_size or plen > max_encoded_bytes(length):
+            raise FormatError(f"block {index} (at byte {offset}) is damaged: its record is not valid "
+                              f"(kind {kind}, {length} bytes of {header.block_size} at most, a payload of {plen})")
         payload = _read_exact(reader, plen, f"block {index}", offset)
         yield Block(index, offset, kind, length, crc, payload, zlib.crc32(payload) == pcrc)
         offset += _BLOCK.size + plen
@@ -224,11 +241,18 @@ def read_records(reader: BinaryIO, header: Header, offset: int) -> Iterator[Bloc
 
 
 class BlockDecoder:
+    """Decodes blocks in file order; a learner is kept between a block and the CONTINUES blocks after it.
+
+    ``config`` is a header's, checked by ``read_header`` (and again here: the
+    kernels' buffers are sized by it, and the decoded symbols are bytes).
+    """
+
     def __init__(self, config: OnlineConfig, writer: str = ""):
+        check_config(config)
         self.config = config
         self.writer = writer
         self.learner: OnlineLearner | None = None
-        self._freq = freq_buffer(256)
+        self._freq = freq_buffer(config.alphabet_cap)
 
     def decode(self, block: Block, progress=None, step: int = 1 << 16) -> bytes:
         """The block's bytes; a FormatError naming the block when it is damaged."""
@@ -242,13 +266,19 @@ class BlockDecoder:
             self.learner = OnlineLearner(self.config)
         data = np.frombuffer(block.payload, dtype=np.uint8)
         cst = coder.decoder_state(data)
-        out = np.zeros(block.length, dtype=np.int64)
+        out = np.empty(block.length, dtype=np.uint8)
+        symbols = np.empty(min(step, block.length), dtype=np.int64)
         st, hyper, flags = self.learner.state, self.learner._hyper, self.learner._flags
         for start in range(0, block.length, step):
-            decode_symbols(st, hyper, flags, data, cst, out[start:start + step], self._freq)
+            chunk = symbols[:min(step, block.length - start)]
+            if decode_symbols(st, hyper, flags, data, cst, chunk, self._freq) < len(chunk):
+                self.learner = None
+                raise FormatError(f"{where} is damaged: its payload of {len(data)} bytes ends before its "
+                                  f"{block.length} bytes are decoded")
+            out[start:start + len(chunk)] = chunk
             if progress is not None:
                 progress(min(start + step, block.length))
-        result = out.astype(np.uint8).tobytes()
+        result = out.tobytes()
         if zlib.crc32(result) != block.crc:
             self.learner = None
             raise FormatError(f"{where} does not decode to its checksum: the file is damaged, or it was written "
@@ -257,10 +287,16 @@ class BlockDecoder:
         return result
 
 
-def decompress(data: bytes) -> bytes:
-    """Inverse of :func:`compress`; any damage is a FormatError."""
+def decompress(data: bytes, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> bytes:
+    """Inverse of :func:`compress`; any damage is a FormatError.
+
+    A file whose model and blocks would need more than ``memory_limit`` bytes
+    is refused (``limits.MemoryLimitError``, a ValueError) before any is
+    allocated.
+    """
     reader = io.BytesIO(data)
     header = read_header(reader)
+    check_memory(header.config, header.block_size, memory_limit)
     decoder = BlockDecoder(header.config, header.build)
     parts, crc = [], 0
     for record in read_records(reader, header, header.size):

@@ -49,9 +49,18 @@ def encode_symbols(st, hyper, flags, symbols, cst, out, freq):
 
 @kernel
 def decode_symbols(st, hyper, flags, data, cst, out, freq):
-    """Decode ``out.shape[0]`` symbols from ``data`` (coder state ``coder.decoder_state(data)``)."""
+    """Decode ``out.shape[0]`` symbols from ``data`` (coder state ``coder.decoder_state(data)``).
+
+    Returns how many were decoded: all of them, or fewer when the coder has
+    read past the end of ``data``, which the encoder's output never makes it
+    do (its last read is ``data``'s last byte): a symbol count larger than the
+    payload holds is then caught at once rather than decoded from zeros.
+    ``freq`` has ``flags[F.alphabet_cap] + 1`` entries (``freq_buffer``).
+    """
     cap = flags[F.alphabet_cap]
     for t in range(out.shape[0]):
+        if cst[coder.POS] > data.shape[0]:
+            return t
         width = predict_step(st, flags)
         first = 1 if st.counts[ACTIVE] == cap else 0
         total = coder.quantize(st.pi[st.counts[WINDOW_POS]], first, width, freq)
@@ -75,6 +84,7 @@ def decode_symbols(st, hyper, flags, data, cst, out, freq):
             symbol = st.symbol_of[code]
         out[t] = symbol
         learn_step(st, hyper, flags, symbol)
+    return out.shape[0]
 
 
 def max_encoded_bytes(n_symbols: int) -> int:

@@ -7,6 +7,7 @@ in it grows with the length of the stream.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -136,6 +137,46 @@ def new_state(config: OnlineConfig) -> OnlineState:
     act = np.tanh if config.activation == "tanh" else (lambda v: 1.0 / (1.0 + np.exp(-v)))
     state.a[0, 1:] = act(state.V[0, 1:])
     return state
+
+
+def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """The (shape, dtype) of every array of :func:`new_state`'s state, computed without allocating any.
+
+    A reader of an untrusted file sizes a model's memory from its settings
+    before building it (``core/limits.py``); ``tests/test_hostile.py`` holds
+    this to the arrays that :func:`new_state` makes.
+    """
+    N, D, A, K = config.units, config.slots, config.alphabet_cap, config.window
+    S, E = len(config.sources), config.context_entries
+    hashed = S > 0
+    T = 1 << config.context_bits if hashed else 0
+    H = 1 << config.history_bits if hashed else 0
+    matching = any(kind == MATCH for kind, _ in config.sources)
+    SH = S - int(matching)
+    f, i, u16, u32 = np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.uint16), np.dtype(np.uint32)
+    window, cols, per_code = (K + 2, N + 1), (N + 1, A + 1), (A + 1, N + 1, D)
+    shapes = dict(
+        inputs=((N + 1, D), i), code_of=((A,), i), symbol_of=((A + 1,), i), w=(cols, f), tau=(per_code, f),
+        h0=(cols, f), hd=(cols, f), metric=((A + 1, N + 1, D, D), f), block_updates=((A + 1, N + 1), i),
+        V=(window, f), a=(window, f), pi=((K + 1, A + 1), f), x=((K + 1,), i), targets=((K + 1,), i),
+        B=(window, f), m=(window, f), G=(per_code, f), step=(per_code, f),
+        scratch=((5, max(N + 1, A + 1, K + 1, 2 * D)), f), touched=((K + 1,), i), trial_V=(window, f),
+        trial_a=(window, f), saved_tau=(per_code, f), reals=((REALS,), f), counts=((COUNTS,), i),
+        ctx_kind=((S, 2), i), ctx_w=((S, A + 1), f), ctx_P=((A + 1, S, S), f),
+        ctx_updates=((A + 1 if S else 0,), i), ctx_updated=((A + 1 if S else 0,), i), ctx_work=((4, 2 * S), f),
+        ctx_tag=((SH, T), u32), ctx_sym=((SH, T, E), u16), ctx_cnt=((SH, T, E), u16), ctx_slot=((S,), i),
+        ctx_found=((S,), i), ctx_want=((S,), u32), ctx_int=((CTX_INTS,), i), order0=((A if hashed else 0,), i),
+        hist=((H,), u16), match_table=((1 << config.match_bits if matching else 0,), i),
+        match_stats=((2, MATCH_BUCKETS), i), feat=((S, A + 1), f), feat_nz=((S * E + S, 2), i),
+        offset=((K + 1, A + 1), f), acc=((A if hashed else 0,), f), acc_mark=((A if hashed else 0,), i),
+        acc_list=((S * E,), i),
+    )
+    return {name: shapes[name] for name in OnlineState._fields}
+
+
+def state_nbytes(config: OnlineConfig) -> int:
+    """The bytes of a learner's state for ``config`` (``OnlineLearner.state_bytes``), without allocating it."""
+    return sum(math.prod(shape) * dtype.itemsize for shape, dtype in state_shapes(config).values())
 
 
 def _context_arrays(config: OnlineConfig) -> dict:

@@ -1,0 +1,379 @@
+"""Crafted ``.sqd`` files: a reader refuses them at once, in one line, in bounded memory and time.
+
+The header's CRC-32 is no defence against whoever writes the file, so every
+crafted header here carries a valid checksum.  Each case of the format's known
+attacks is a named test; a fuzz test then mutates valid files from a seeded
+RNG (header settings, their types, the JSON itself, the record fields) and
+holds every case to the same promise: bytes out (a benign mutation) or a
+FormatError / ValueError, within a few seconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import struct
+import subprocess
+import sys
+import time
+import zlib
+
+import numpy as np
+import pytest
+
+from seqd.core import coder, container, limits
+from seqd.core.container import FormatError, compress, decompress
+from seqd.core.online import OnlineConfig, OnlineLearner
+from seqd.core.online.state import new_state, state_nbytes, state_shapes
+
+sys.path.insert(0, os.path.dirname(__file__))
+import contract  # noqa: E402  (the learner registry: every configuration seqd ships)
+
+# small tables: decoding a crafted file stays cheap unless the crafted settings make it expensive
+SMALL = OnlineConfig.bytes_default(context_bits=10, history_bits=12, match_bits=10)
+LINES = b"".join(f"2026-11-22 08:{i % 60:02d}:{i * 7 % 60:02d} node{i % 7} GET /item/{i * 31 % 977} 200\n".encode()
+                 for i in range(40))
+DEADLINE_SECONDS = 3.0  # the longest any crafted file may keep a reader busy
+FUZZ_MEMORY_LIMIT = 256 << 20
+
+
+@pytest.fixture(scope="module")
+def small_file() -> bytes:
+    return compress(LINES, SMALL, block_size=512)
+
+
+@pytest.fixture(scope="module")
+def preset_file() -> bytes:
+    return compress(LINES[:600])
+
+
+# -- crafting ---------------------------------------------------------------------------------------
+
+def split(packed: bytes) -> tuple[dict, bytes]:
+    """(the header's JSON object, the records after the header)."""
+    hlen = int.from_bytes(packed[12:16], "little")
+    return json.loads(packed[16:16 + hlen]), packed[16 + hlen + 4:]
+
+
+def with_body(packed: bytes, body: bytes, length: int | None = None) -> bytes:
+    """``packed`` with header JSON text ``body`` (and a length field of ``length``), its CRC recomputed."""
+    _, records = split(packed)
+    head = container.MAGIC + packed[8:12] + struct.pack("<I", len(body) if length is None else length) + body
+    return head + struct.pack("<I", zlib.crc32(head)) + records
+
+
+def with_meta(packed: bytes, meta: dict) -> bytes:
+    return with_body(packed, json.dumps(meta).encode())
+
+
+def with_settings(packed: bytes, **settings) -> bytes:
+    meta, _ = split(packed)
+    meta["config"].update(settings)
+    return with_meta(packed, meta)
+
+
+def block_offsets(packed: bytes) -> list[int]:
+    reader = io.BytesIO(packed)
+    header = container.read_header(reader)
+    return [r.offset for r in container.read_records(reader, header, header.size) if isinstance(r, container.Block)]
+
+
+def with_record_field(packed: bytes, offset: int, field: int, value: int) -> bytes:
+    """Field ``field`` of the block record at ``offset`` (0 kind, 1 n, 2 p, 3 crc, 4 payload crc) set to ``value``."""
+    fields = list(container._BLOCK.unpack_from(packed, offset))
+    fields[field] = value
+    return packed[:offset] + container._BLOCK.pack(*fields) + packed[offset + container._BLOCK.size:]
+
+
+def refused(data: bytes, match: str, **kwargs) -> float:
+    """Seconds until ``data`` is refused with an error matching ``match``."""
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=match):
+        decompress(data, **kwargs)
+    return time.perf_counter() - start
+
+
+# -- the cases of the format's known attacks ---------------------------------------------------------
+
+def test_alphabet_cap_300_is_refused_before_the_kernels_write_past_their_buffers(small_file):
+    assert refused(with_settings(small_file, alphabet_cap=300), "alphabet_cap must be 256") < 1
+
+
+def test_alphabet_cap_65536_is_refused(small_file):
+    assert refused(with_settings(small_file, alphabet_cap=65536), "alphabet_cap must be 256") < 1
+
+
+def test_units_and_degree_100_are_refused(small_file):
+    assert refused(with_settings(small_file, units=100, degree=100), r"(units|degree) must be in") < 1
+    assert refused(with_settings(small_file, units=100), r"units must be in \[0, 64\]") < 1
+    assert refused(with_settings(small_file, units=64, degree=64), r"degree must be in \[1, 16\]") < 1
+
+
+def test_a_window_of_ten_million_is_refused(small_file):
+    assert refused(with_settings(small_file, window=10 ** 7), r"window must be in \[1, 256\]") < 1
+
+
+def test_a_flipped_bit_in_a_block_length_is_caught_at_once():
+    """n + 2^20 with the payload intact: the coder reads past the payload within a few symbols."""
+    packed = compress(LINES * 10, SMALL)  # one block of 21 kB in a file whose block size is 4 MiB
+    (offset,) = block_offsets(packed)
+    n = container._BLOCK.unpack_from(packed, offset)[1]
+    assert refused(with_record_field(packed, offset, 1, n | 1 << 20), "payload of .* ends before") < 1
+    p = container._BLOCK.unpack_from(packed, offset)[2]
+    assert refused(with_record_field(packed, offset, 2, p | 1 << 15), "truncated|not valid") < 1
+
+
+def test_a_length_beyond_the_block_size_or_the_payload_bound_is_refused_unread(small_file):
+    offset = block_offsets(small_file)[0]
+    assert refused(with_record_field(small_file, offset, 1, 513), "not valid") < 1
+    assert refused(with_record_field(small_file, offset, 2, 4 * 512 + 17), "not valid") < 1
+    assert refused(with_record_field(small_file, offset, 2, 2 ** 32 - 1), "not valid") < 1
+
+
+def test_a_chain_of_continues_blocks_holds_at_most_a_block_size(small_file):
+    offsets = block_offsets(small_file)
+    chained = with_record_field(small_file, offsets[1], 0, container.CONTINUES)
+    assert refused(chained, "block 1 .* not valid")
+
+
+def test_unknown_keys_are_refused(small_file):
+    meta, _ = split(small_file)
+    assert refused(with_meta(small_file, {**meta, "dictionary": "x"}), "unknown key 'dictionary'") < 1
+    assert refused(with_settings(small_file, vocabulary=3), "unknown setting 'vocabulary'") < 1
+
+
+@pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_nan_and_infinities_are_refused(small_file, text):
+    meta, _ = split(small_file)
+    body = json.dumps(meta).replace('"config": {', '"config": {"input_scale": ' + text + ", ").encode()
+    assert refused(with_body(small_file, body), "damaged header")
+
+
+def test_wrong_types_are_refused(small_file):
+    for key, value in [("units", "4"), ("units", 4.0), ("units", True), ("units", None), ("units", [4]),
+                       ("input_scale", "16"), ("input_scale", False), ("column_context", 1),
+                       ("context_orders", [[1]]), ("context_orders", "1234"), ("method", ["rbpm"]),
+                       ("model", None), ("seed", -1), ("seed", 2 ** 64)]:
+        assert refused(with_settings(small_file, **{key: value}), f"damaged header: {key}")
+    meta, _ = split(small_file)
+    for key, value in [("block_size", "512"), ("block_size", 512.0), ("block_size", True), ("config", []),
+                       ("preset", 1), ("build", {"a": 1}), ("build", "a\nb"), ("build", "x" * 300)]:
+        assert refused(with_meta(small_file, {**meta, key: value}), f"damaged header: {key}")
+    assert refused(with_body(small_file, b"[1, 2]"), "not an object")
+
+
+def test_deep_json_and_a_huge_length_field_are_refused(small_file):
+    assert refused(with_body(small_file, b"[" * 100000 + b"]" * 100000), "damaged header")
+    assert refused(with_body(small_file, b"{}", length=2 ** 32 - 1), "implausible length")
+
+
+def test_the_memory_a_file_needs_is_refused_over_the_limit(preset_file):
+    assert decompress(preset_file) == LINES[:600]  # the default model within the default limit
+    with pytest.raises(limits.MemoryLimitError) as caught:
+        decompress(preset_file, memory_limit=20 << 20)
+    message = str(caught.value)
+    assert "decoding needs 71.2 MiB" in message and "limit of 20.0 MiB" in message and "memory_limit" in message
+    assert "\n" not in message
+    big = with_settings(preset_file, history_bits=30)  # a 2 GiB history ring
+    assert refused(big, "decoding needs 2.1 GiB") < 1
+    meta, _ = split(preset_file)
+    assert refused(with_meta(preset_file, {**meta, "block_size": 1 << 30}), "decoding needs 6.0 GiB") < 1
+
+
+def test_state_shapes_are_the_arrays_new_state_makes():
+    configs = [entry.config() for entry in contract.REGISTRY] + [
+        OnlineConfig(units=0, context_orders=(1,)), OnlineConfig(units=1, degree=1, window=1),
+        OnlineConfig.bytes_default(match_min=0), OnlineConfig.bytes_default(context_orders=(), column_context=False,
+                                                                           word_context=False)]
+    for config in configs:
+        shapes = state_shapes(config)
+        for name, array in zip(new_state(config)._fields, new_state(config)):
+            assert (array.shape, array.dtype) == shapes[name], (config, name)
+        assert state_nbytes(config) == OnlineLearner(config).state_bytes
+
+
+def test_every_setting_has_a_bound_and_the_writer_refuses_what_the_reader_refuses():
+    bounded = set(limits.INT_BOUNDS) | set(limits.FLOAT_BOUNDS) | set(limits.CHOICES) | set(limits.BOOLS)
+    assert bounded | {"context_orders"} == {f.name for f in dataclasses.fields(OnlineConfig)}
+    limits.check_config(OnlineConfig.bytes_default())  # the preset, and every configuration of the registry
+    for entry in contract.REGISTRY:
+        if entry.config().alphabet_cap == 256:
+            limits.check_config(entry.config())
+    for too_far in (dict(units=65), dict(window=257), dict(context_orders=tuple(range(1, 18))),
+                    dict(input_scale=2048.0)):
+        with pytest.raises(ValueError, match="must be"):
+            compress(b"abc", OnlineConfig.bytes_default(**too_far))
+
+
+def test_quantize_counts_a_nan_probability_as_zero():
+    """A softmax over weights that overflowed gives NaN: the coder's range must not collapse."""
+    freq = np.zeros(4, dtype=np.int64)
+    total = coder.quantize(np.array([np.nan, np.nan, 0.25, 0.75]), 0, 4, freq)
+    assert freq.min() >= 1 and total == freq.sum() <= 1 << 16
+    assert coder.quantize(np.full(4, np.nan), 0, 4, freq) == 4 and list(freq) == [1, 1, 1, 1]
+
+
+# -- the fuzz ---------------------------------------------------------------------------------------
+
+HOSTILE_VALUES = [0, 1, -1, 2, 3, 255, 256, 257, 300, 65535, 65536, 10 ** 7, 2 ** 31, 2 ** 32, 2 ** 63, 2 ** 64,
+                  -2 ** 63, 10 ** 30, 0.0, 0.5, -0.5, 1.0, 1e-300, 1e300, -1e300, 2.0 ** 10, 16.0, "", "4", "glnn",
+                  "tanh", "rbpm", None, True, False, [], [1], [[1]], [1, 2, 3, 70], list(range(1, 40)), [3, 2, 1],
+                  {}, {"a": 1}]
+TOP_KEYS = ["preset", "config", "block_size", "build", "extra"]
+
+
+def _value(rng: np.random.Generator, name: str | None = None):
+    """A value for setting ``name``: often one it accepts (to run the models a crafted file may ask for), else hostile."""
+    draw = rng.random()
+    if draw < 0.35 and name is not None:
+        return _accepted_value(rng, name)
+    if draw < 0.5:  # a value at or beside a bound of a setting's table
+        bounds = list(limits.INT_BOUNDS.values()) + list(limits.FLOAT_BOUNDS.values())
+        lo, hi = limits.INT_BOUNDS.get(name) or limits.FLOAT_BOUNDS.get(name) or bounds[rng.integers(len(bounds))]
+        return [lo, hi, lo - 1, hi + 1, hi * 2][rng.integers(5)]
+    return HOSTILE_VALUES[rng.integers(len(HOSTILE_VALUES))]
+
+
+def _accepted_value(rng: np.random.Generator, name: str):
+    if name in limits.INT_BOUNDS:
+        lo, hi = limits.INT_BOUNDS[name]
+        return int(lo + rng.integers(0, 1 + min(hi - lo, 2 ** int(rng.integers(0, 12)))))  # small ones often
+    if name in limits.FLOAT_BOUNDS:
+        lo, hi = limits.FLOAT_BOUNDS[name]
+        return float(rng.uniform(lo, hi)) if lo <= 0 or rng.random() < 0.3 else \
+            float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
+    if name in limits.CHOICES:
+        return limits.CHOICES[name][rng.integers(len(limits.CHOICES[name]))]
+    if name in limits.BOOLS:
+        return bool(rng.integers(2))
+    size = int(rng.integers(0, limits.MAX_ORDERS + 1))
+    return sorted(int(k) for k in rng.choice(np.arange(1, limits.MAX_ORDER + 1), size, replace=False))
+
+
+def mutate(packed: bytes, rng: np.random.Generator) -> bytes:
+    """One to three random mutations of a valid file; every header keeps a valid checksum."""
+    fields = [f.name for f in dataclasses.fields(OnlineConfig)]
+    for _ in range(rng.integers(1, 4)):
+        kind = rng.integers(8)
+        try:
+            meta, _ = split(packed)
+        except (ValueError, RecursionError):  # an earlier mutation broke the JSON: it is crafted enough
+            return packed
+        if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
+            return packed
+        if kind <= 2:  # a setting
+            name = fields[rng.integers(len(fields))] if rng.random() < 0.9 else f"setting{rng.integers(9)}"
+            meta["config"][name] = _value(rng, name)
+            packed = with_body(packed, json.dumps(meta).encode())
+        elif kind == 3:  # a top-level key
+            key = TOP_KEYS[rng.integers(len(TOP_KEYS))]
+            if rng.random() < 0.2:
+                meta.pop(key, None)
+            else:
+                meta[key] = _value(rng)
+            packed = with_body(packed, json.dumps(meta).encode())
+        elif kind == 4:  # the JSON text itself
+            choice = rng.integers(4)
+            depth = int(rng.integers(1, 5000))
+            body = [b"[" * depth + b"]" * depth, b'{"a":' * depth + b"1" + b"}" * depth,
+                    json.dumps(meta).replace("{", '{"x": NaN, ', 1).encode(),
+                    bytes(rng.integers(0, 256, int(rng.integers(0, 200)), dtype=np.uint8))][choice]
+            packed = with_body(packed, body)
+        elif kind == 5:  # the JSON length field
+            body = json.dumps(meta).encode()
+            packed = with_body(packed, body, length=int(rng.choice([0, 1, len(body) + 1, 1 << 20, 2 ** 32 - 1])))
+        elif kind == 6:  # a record field
+            try:
+                offsets = block_offsets(packed)
+            except FormatError:
+                continue
+            if not offsets:
+                continue
+            offset = offsets[rng.integers(len(offsets))]
+            field = int(rng.integers(3))
+            old = container._BLOCK.unpack_from(packed, offset)[field]
+            limit = 0xFF if field == 0 else 2 ** 32 - 1
+            new = int(rng.choice([old ^ (1 << int(rng.integers(8 if field == 0 else 32))), old + 1, old - 1, 0,
+                                  limit, rng.integers(0, limit + 1)]))
+            packed = with_record_field(packed, offset, field, min(max(new, 0), limit))
+        else:  # a byte anywhere
+            damaged = bytearray(packed)
+            damaged[rng.integers(len(damaged))] ^= 1 << int(rng.integers(8))
+            packed = bytes(damaged)
+    return packed
+
+
+def fuzz(files: list[bytes], cases: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    slowest = 0.0
+    for case in range(cases):
+        data = mutate(files[case % len(files)], rng)
+        start = time.perf_counter()
+        try:
+            decompress(data, memory_limit=FUZZ_MEMORY_LIMIT)
+        except ValueError as exc:  # FormatError, MemoryLimitError: one line
+            assert "\n" not in str(exc), (case, str(exc)[:200])
+        elapsed = time.perf_counter() - start
+        slowest = max(slowest, elapsed)
+        assert elapsed < DEADLINE_SECONDS, f"case {case} (seed {seed}) took {elapsed:.1f} s"
+
+
+def test_fuzz_crafted_files(small_file, preset_file):
+    fuzz([small_file] * 9 + [preset_file], cases=500, seed=2026)
+
+
+@pytest.mark.slow
+def test_fuzz_crafted_files_many(small_file, preset_file):
+    fuzz([small_file] * 9 + [preset_file], cases=10_000, seed=11)
+
+
+# -- the command ------------------------------------------------------------------------------------
+
+def _run_decompress(path, *flags) -> tuple[int, str, int]:
+    """(exit code, standard error, peak RSS in bytes) of ``seqd decompress -c`` in a child process."""
+    proc = subprocess.Popen([sys.executable, "-m", "seqd", "decompress", "-c", "-f", *flags, str(path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = proc.stderr.read().decode()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, err, usage.ru_maxrss * 1024
+
+
+def test_the_command_refuses_crafted_files_in_one_line_and_bounded_memory(tmp_path, small_file):
+    packed = compress(LINES * 10, SMALL)
+    (offset,) = block_offsets(packed)
+    n = container._BLOCK.unpack_from(packed, offset)[1]
+    crafted = {
+        "alphabet-300": (with_settings(small_file, alphabet_cap=300), "alphabet_cap must be 256"),
+        "units-100": (with_settings(small_file, units=100, degree=100), "(units|degree) must be"),
+        "window-1e7": (with_settings(small_file, window=10 ** 7), "window must be"),
+        "history-2GiB": (with_settings(small_file, history_bits=30), "needs 2.0 GiB .* --memory-limit"),
+        "flipped-length": (with_record_field(packed, offset, 1, n | 1 << 20), "ends before"),
+    }
+    for name, (data, message) in crafted.items():
+        path = tmp_path / f"{name}.sqd"
+        path.write_bytes(data)
+        code, err, peak = _run_decompress(path)
+        assert code == 1, (name, err)
+        assert err.count("\n") == 1 and "Traceback" not in err, (name, err)
+        assert err.startswith("seqd decompress: error: ") and __import__("re").search(message, err), (name, err)
+        assert peak < 600 << 20, (name, peak)
+
+
+def test_memory_limit_option_names_the_file_the_need_and_the_fix(tmp_path, capsys):
+    from seqd.cli import main
+
+    path = tmp_path / "app.log.sqd"
+    path.write_bytes(compress(LINES[:600]))
+    assert main(["decompress", "-k", "--memory-limit", "40M", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err and "decoding needs 71.2 MiB" in err
+    assert "limit of 40.0 MiB" in err and "--memory-limit" in err
+    assert main(["decompress", "-k", "-T", "2", "--memory-limit", "100M", str(path)]) == 1  # two learners at once
+    assert "× 2" in capsys.readouterr().err
+    assert main(["decompress", "-k", "--memory-limit", "100M", str(path)]) == 0
+    assert (tmp_path / "app.log").read_bytes() == LINES[:600]
+    with pytest.raises(SystemExit):
+        main(["decompress", "--memory-limit", "lots", str(path)])
