@@ -56,11 +56,15 @@ class FileProblem(Exception):
         self.path, self.message, self.skip = path, message, skip
 
 
-def explain(exc: OSError, path: str) -> FileProblem:
-    """An operating-system error as a one-line problem naming the file it concerns, and what to do."""
+def explain(exc: OSError, path: str, named: bool = False) -> FileProblem:
+    """An operating-system error as a one-line problem naming the file it concerns, and what to do.
+
+    With ``named``, the problem names ``path`` whatever file the error names
+    (an output's temporary file is named by the output it stands for).
+    """
     what = exc.strerror or str(exc)
     hint = _ERRNO_HINTS.get(exc.errno)
-    return FileProblem(exc.filename or path, f"{what} ({hint})" if hint else what)
+    return FileProblem(path if named else exc.filename or path, f"{what} ({hint})" if hint else what)
 
 
 class Input:
@@ -155,7 +159,7 @@ class Output:
         except FileNotFoundError:
             st = None
         except OSError as exc:
-            raise explain(exc, path) from None
+            raise explain(exc, path, named=True) from None
         if st is not None:
             if stat.S_ISDIR(st.st_mode):
                 raise FileProblem(path, "is a directory; name a file to write")
@@ -175,7 +179,7 @@ class Output:
         try:
             fd, self.temp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=folder or ".")
         except OSError as exc:
-            raise explain(exc, path) from None
+            raise explain(exc, path, named=True) from None
         self.file = os.fdopen(fd, "wb")
 
     @staticmethod
@@ -183,7 +187,7 @@ class Output:
         try:
             return os.fdopen(os.open(path, flags, 0o666), "wb")
         except OSError as exc:
-            raise explain(exc, path) from None
+            raise explain(exc, path, named=True) from None
 
     @property
     def name(self) -> str:
@@ -193,8 +197,7 @@ class Output:
         try:
             self.file.write(data)
         except OSError as exc:
-            exc.filename = self.name
-            raise explain(exc, self.name) from None
+            raise explain(exc, self.name, named=True) from None
 
     def sync(self) -> None:
         """Make what was written so far durable (``--follow`` after each block)."""
@@ -203,7 +206,7 @@ class Output:
             if self.replaces:
                 os.fsync(self.file.fileno())
         except OSError as exc:
-            raise explain(exc, self.name) from None
+            raise explain(exc, self.name, named=True) from None
 
     def commit(self, meta: os.stat_result | None = None) -> None:
         """Finish: flush, copy ``meta`` (the input's mode, owner, times) onto a file, rename it into place."""
@@ -222,7 +225,7 @@ class Output:
                 os.replace(self.temp, self.path)
                 self.temp = None
         except OSError as exc:
-            raise explain(exc, self.name) from None
+            raise explain(exc, self.name, named=True) from None
 
     def abandon(self) -> None:
         """Give up: close, and remove the temporary file (a device, standard output and ``direct`` are kept)."""
