@@ -9,7 +9,8 @@ shell command.  The table gives each tool's exit code and the directory's
 entries afterwards (``@`` a symbolic link, ``|`` a FIFO, ``%`` a device,
 ``/`` a directory, a mode where it matters), and a verdict: **same** (exit
 code and entries alike, up to the suffix), **safer** (seqd's outcome differs
-on purpose; the row says why) or **differs**.  Cases that cannot be built
+on purpose; the row says why) or **differs** (with what seqd does instead,
+where that is by design).  Cases that cannot be built
 here (no root for a tmpfs or a device node, no ``script`` for a terminal)
 say so in their row instead of a result.  ``tests/test_conformance.py``
 holds seqd to each row's outcome.
@@ -43,7 +44,8 @@ class Case:
     command: str  # {Z}: the tool (gzip, or seqd compress), {S}: its suffix (gz, sqd)
     setup: Callable[[Path, str], str | None] = lambda d, s: _files(d)  # returns why the case cannot be built
     seqd_command: str | None = None  # when gzip has no such option: seqd's own command line
-    why: str = ""  # when seqd's outcome differs on purpose: why it is safer
+    why: str = ""  # when seqd's outcome differs on purpose: why (it is safer, or what it does instead)
+    safer: bool = True  # whether that difference makes seqd safer, or only different
     teardown: Callable[[Path], None] = lambda d: None
 
 
@@ -172,7 +174,7 @@ CASES = [
          "cmp -s - again && rm again", _two),
     Case("-o FILE", "{Z} -c a.log > out", seqd_command="{Z} -o out a.log",
          why="gzip has no -o (the shell opens out and gzip -c keeps the input); seqd -o removes the input as "
-             "any compression to a file does"),
+             "any compression to a file does", safer=False),
     Case("standard input to standard output", "{Z} < a.log > out"),
     Case("existing output", "{Z} a.log", _existing),
     Case("existing output, -f", "{Z} -f a.log", _existing),
@@ -266,7 +268,7 @@ def table() -> str:
     root = os.geteuid() == 0
     for case in CASES:
         gz, sq = run_case(case, "gz"), run_case(case, "sqd")
-        cell = lambda r: f"{r[0]}: {', '.join(r[1]) or '(empty)'}"  # noqa: E731
+        cell = lambda r: f"{r[0]}: {', '.join(r[1]) or '(empty)'}".replace("|", "\\|")  # noqa: E731
         command = case.command if not case.seqd_command else f"{case.command}; seqd: {case.seqd_command}"
         command = command.replace("|", "\\|")
         if gz[0] is None or sq[0] is None:
@@ -275,7 +277,7 @@ def table() -> str:
         if (gz[0], gz[1]) == (sq[0], sq[1]):
             verdict = "same"
         elif case.why:
-            verdict = f"safer: {case.why}"
+            verdict = f"{'safer' if case.safer else 'differs'}: {case.why}"
         else:
             verdict = "differs"
         if case.setup is _unreadable and root:
@@ -291,7 +293,7 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="record the table in docs/benchmarks.md")
     args = parser.parse_args()
     gzip = subprocess.run(["gzip", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-    text = (f"### `seqd compress` beside {gzip}\n\n`{command_line('conformance.py')}` (as "
+    text = (f"`{command_line('conformance.py')}`, against {gzip} (as "
             f"{'root' if os.geteuid() == 0 else 'an ordinary user'}). Files after the command: `.Z` is the "
             "tool's suffix (`.gz`, `.sqd`), `@` a symbolic link, `|` a FIFO, `%` a device node, `/` a "
             "directory, a mode in brackets where it is not 644.\n\n" + table())
