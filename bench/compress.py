@@ -38,6 +38,7 @@ def _timed(fn, *args, clock=time.process_time):
 
 def _parallel(data: bytes, block_size: int, threads: int) -> tuple[bytes, float, float]:
     """(file, compress seconds, decompress seconds), wall clock, through the command's own block pipeline."""
+    from seqd.cli import _decode
     from seqd.cli import compress as cc
 
     class _Sink(io.BytesIO):
@@ -58,7 +59,7 @@ def _parallel(data: bytes, block_size: int, threads: int) -> tuple[bytes, float,
     reader = io.BytesIO(packed)
     head = container.read_header(reader)
     out = _Sink()
-    cc.decode_records(reader, head, out, threads, False, [], _Quiet())
+    _decode.decode_records(reader, head, out, threads, False, [], _Quiet())
     t2 = time.perf_counter()
     assert out.getvalue() == data, "round trip failed"
     return packed, t1 - t0, t2 - t1

@@ -4,13 +4,22 @@ A progress line is only drawn when standard error is a terminal (and the
 command is not asked to be quiet or to print JSON): it is rewritten in place
 with a carriage return, padded to the longest line drawn so far so that a
 shorter line leaves no trace of a longer one, and cleared when the work ends.
+:class:`Progress` is the line of ``seqd compress`` and ``seqd decompress``:
+how far, and how fast over the last few seconds (not since the start, so a
+stall shows).
 """
 
 from __future__ import annotations
 
+import collections
 import math
 import sys
+import threading
 import time
+
+RATE_SECONDS = 3.0  # the progress line's rate is measured over this many seconds
+PROGRESS_SECONDS = 0.2  # and the line is redrawn at most this often
+PROGRESS_COLUMNS = 100  # and cut to this width: a line that wraps cannot be redrawn in place
 
 # Size suffixes a person may type: 512K, 4M, 1G (binary multiples, as the container's block sizes are).
 SIZE_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
@@ -39,6 +48,43 @@ class StatusLine:
         if self.enabled and self._width:
             sys.stderr.write("\r" + " " * self._width + "\r")
             sys.stderr.flush()
+
+
+class Progress:
+    """How far one file is, how fast it goes now, and the bits per byte of what is done (``note``).
+
+    ``show`` may be called from several threads at once (``-T``): the line
+    is drawn under a lock.
+    """
+
+    def __init__(self, name: str, total: int | None, enabled: bool):
+        self.name, self.total = name, total
+        self.line = StatusLine(enabled, every=PROGRESS_SECONDS)
+        self._recent: collections.deque = collections.deque()  # (time, bytes done), the last RATE_SECONDS
+        self._lock = threading.Lock()
+
+    def show(self, done: int, note: str = "", fraction: float | None = None) -> None:
+        """``done`` original bytes processed, ``note`` appended (bits per byte so far); ``fraction`` done of all.
+
+        Without ``fraction``, the share done is ``done`` of ``total`` (when known).
+        """
+        if not self.line.enabled:
+            return
+        with self._lock:
+            now = time.monotonic()
+            self._recent.append((now, done))
+            while len(self._recent) > 2 and now - self._recent[1][0] >= RATE_SECONDS:
+                self._recent.popleft()
+            t0, d0 = self._recent[0]
+            rate = f"{human_size((done - d0) / (now - t0))}/s " if now - t0 > 0 else ""
+            if fraction is None and self.total:
+                fraction = done / self.total
+            pct = f"{100 * fraction:5.1f}% " if fraction is not None else ""
+            self.line.show(f"{self.name}: {pct}{human_size(done)} {rate}{note}"[:PROGRESS_COLUMNS])
+
+    def clear(self) -> None:
+        with self._lock:
+            self.line.clear()
 
 
 def human_size(n: float) -> str:

@@ -1,15 +1,23 @@
-"""``seqd compress`` / ``seqd decompress``: files or pipes, in constant memory, like gzip.
+"""``seqd compress`` / ``seqd decompress``: files or pipes, in constant memory, with gzip's conventions.
 
-Exit codes follow gzip: 0 success, 1 error, 2 warning (``--salvage`` skipped
-damaged blocks).  Output files are written under a temporary name and renamed
-when complete, so an error never leaves a partial or garbage file behind
-(except ``--follow``, whose output is meant to be read while it grows).
+Every file argument is an input, each to its own output (``a.log`` →
+``a.log.sqd`` and back); ``-`` or no argument is standard input to standard
+output.  ``-c`` writes everything to standard output: several inputs give
+several containers back to back, which ``seqd decompress`` decodes in turn
+(as gzip's members).  ``-o FILE`` names the output of a single input.  ``-d``
+decompresses, ``-t`` decodes and checks without writing, ``-l`` lists what a
+file holds without decoding.  The rules about which files are read, written,
+kept or refused are in ``_files.py``; what is said about each file (messages,
+``-v``, ``--json``, the exit code) in ``_report.py``.
+
+Exit codes follow gzip: 0 success, 1 error, 2 warning (a file skipped, or
+``--salvage`` skipped damaged blocks); with several files, a failed file does
+not stop the others and the worst code wins.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import queue
 import signal
@@ -18,61 +26,68 @@ import threading
 import time
 import zlib
 from collections.abc import Iterator
-from pathlib import Path
 
+from seqd import __version__
 from seqd.core import container, limits
-from seqd.core.container import Block, BlockDecoder, BlockEncoder, End, FormatError, Header
+from seqd.core.container import BlockEncoder, FormatError, Header
 
-from ._display import StatusLine, human_size, parse_size
-from ._io import Target, follow_file, read_block
+from ._decode import PROGRESS_STEP, Reader, Sink, decode_stream
+from ._display import Progress, parse_size
+from ._files import FileProblem, Output, explain, open_input, output_name
+from ._inspect import model_name, print_table, scan, writer_version
+from ._io import follow_file, read_block
 from ._parallel import ordered_map
+from ._report import FileReport, Messages, dump_json, exit_code, verbose_line
 
-SUFFIX = ".sqd"
 READ_SIZE = 1 << 16
 FOLLOW_POLL_SECONDS = 0.1  # --follow: how often the drained input is looked at again
-PROGRESS_SECONDS = 0.2  # the progress line is redrawn at most this often
-PROGRESS_COLUMNS = 100  # and cut to this width: a line that wraps cannot be redrawn in place
 
 
 def configure(c: argparse.ArgumentParser) -> None:
-    c.description = ("Compress IN (a file, or - for standard input) into OUT (default IN.sqd, or standard output "
-                     "for -). Like gzip, the input file is removed after success unless -k is given. The format "
-                     "is described in docs/format.md.")
-    _common(c)
-    c.add_argument("--block-size", type=_block_size, default=container.DEFAULT_BLOCK_SIZE, metavar="SIZE",
-                   help="bytes per independently decodable block (K/M/G suffixes; default 4M)")
-    c.add_argument("-T", "--threads", type=int, default=1, metavar="N",
-                   help="compress N blocks at once on N cores (default 1; 0 = every core)")
-    c.add_argument("--follow", action="store_true",
-                   help="keep compressing IN as it grows (like tail -f) until interrupted; implies -k")
-    c.add_argument("--flush-seconds", type=float, default=5.0, metavar="S",
-                   help="with --follow: write a decodable block at least every S seconds (default 5)")
-    c.set_defaults(run=_compress)
+    c.description = ("Compress each FILE into FILE.sqd (or, with -d, decompress it), removing FILE after "
+                     "success unless -k, like gzip. No FILE, or -, reads standard input and writes standard "
+                     "output. The format is described in docs/format.md.")
+    _options(c)
+    c.set_defaults(run=run)
 
 
 def configure_decompress(d: argparse.ArgumentParser) -> None:
-    d.description = ("Decompress IN (a .sqd file, or - for standard input) into OUT (default IN without .sqd, or "
-                     "standard output for -). The input file is removed after success unless -k is given.")
-    _common(d)
-    d.add_argument("-T", "--threads", type=int, default=1, metavar="N",
-                   help="decode N independent blocks at once (default 1; 0 = every core)")
-    d.add_argument("--salvage", action="store_true",
-                   help="write every block that decodes, skip damaged ones and a missing end (exit code 2)")
-    d.add_argument("--memory-limit", type=_memory_limit, default=limits.DEFAULT_MEMORY_LIMIT, metavar="SIZE",
-                   help="refuse a file whose model and blocks need more memory than SIZE (K/M/G suffixes; "
-                        "default 1G; the default model needs about 75M per thread)")
-    d.set_defaults(run=_decompress)
+    d.description = ("Decompress each FILE.sqd into FILE (seqd compress -d), removing FILE.sqd after success "
+                     "unless -k. No FILE, or -, reads standard input and writes standard output.")
+    _options(d)
+    d.set_defaults(run=run, decompress=True)
 
 
-def _common(p) -> None:
-    p.add_argument("input", nargs="?", default="-", metavar="IN")
-    p.add_argument("output", nargs="?", default=None, metavar="OUT")
-    p.add_argument("-c", "--stdout", action="store_true", help="write to standard output, keep the input")
-    p.add_argument("-k", "--keep", action="store_true", help="keep the input file")
+def _options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("files", nargs="*", metavar="FILE", help="inputs (- is standard input; -- ends the options)")
+    p.add_argument("-d", "--decompress", action="store_true", help="decompress")
+    p.add_argument("-t", "--test", action="store_true", help="decode and check each FILE, write nothing")
+    p.add_argument("-l", "--list", action="store_true",
+                   help="list each FILE's sizes, bits per byte, blocks, model and writer, without decoding")
+    p.add_argument("-c", "--stdout", action="store_true", help="write to standard output, keep the inputs")
+    p.add_argument("-o", "--output", metavar="OUT", help="write the single input's output to OUT (- for stdout)")
+    p.add_argument("-k", "--keep", action="store_true", help="keep the input files")
     p.add_argument("-f", "--force", action="store_true",
-                   help="overwrite an existing output file; write binary data to a terminal")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
-    p.add_argument("--json", action="store_true", help="print a JSON summary on standard output (stderr for -c)")
+                   help="overwrite existing outputs, follow symbolic links, read or write a terminal")
+    p.add_argument("-v", "--verbose", action="store_true", help="a line per file: bits per byte, output")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress line, no warnings")
+    p.add_argument("-V", "--version", action="version", version=f"seqd {__version__}")
+    p.add_argument("-T", "--threads", type=int, default=1, metavar="N",
+                   help="code N blocks at once on N cores (default 1; 0 = every core)")
+    p.add_argument("--json", action="store_true",
+                   help="a JSON report of every file on standard output (standard error when data goes there)")
+    p.add_argument("--block-size", type=_block_size, default=None, metavar="SIZE",
+                   help="compressing: bytes per independently decodable block (K/M/G suffixes; default 4M)")
+    p.add_argument("--follow", action="store_true",
+                   help="compressing: keep compressing FILE as it grows (like tail -f) until interrupted; implies -k")
+    p.add_argument("--flush-seconds", type=float, default=5.0, metavar="S",
+                   help="with --follow: write a decodable block at least every S seconds (default 5)")
+    p.add_argument("--memory-limit", type=_memory_limit, default=limits.DEFAULT_MEMORY_LIMIT, metavar="SIZE",
+                   help="decompressing: refuse a file whose model and blocks need more memory than SIZE (K/M/G "
+                        "suffixes; default 1G; the default model needs about 75M per thread)")
+    p.add_argument("--salvage", action="store_true",
+                   help="decompressing: write every block that decodes, skip damaged ones and a missing end "
+                        "(exit code 2)")
 
 
 def _memory_limit(text: str) -> int:
@@ -94,137 +109,224 @@ def _block_size(text: str) -> int:
     return value
 
 
-# -- files ------------------------------------------------------------------------------------------
+def _mode(args) -> str:
+    return "list" if args.list else "test" if args.test else "decompress" if args.decompress else "compress"
 
-def _paths(args, compressing: bool) -> tuple[Path | None, Path | None]:
-    src = None if args.input == "-" else Path(args.input)
-    if src is not None:
-        if src.is_dir():
-            raise ValueError(f"{src}: is a directory")
-        if not src.exists():
-            raise ValueError(f"{src}: no such file")
-    if args.stdout or (src is None and args.output is None) or args.output == "-":
-        return src, None
+
+def _check(args, mode: str) -> None:
+    """Options that cannot go together: a usage error (exit 1) before any file is touched."""
+    if args.test and args.list:
+        raise ValueError("-t and -l exclude each other")
     if args.output is not None:
-        dst = Path(args.output)
-    elif compressing:
-        dst = src.with_name(src.name + SUFFIX)
-    elif src.name.endswith(SUFFIX) and len(src.name) > len(SUFFIX):
-        dst = src.with_name(src.name[:-len(SUFFIX)])
-    else:
-        raise ValueError(f"{src}: unknown suffix (expected {SUFFIX}); name the output file")
-    if src is not None and dst.resolve() == src.resolve():
-        raise ValueError(f"{src}: input and output are the same file")
-    return src, dst
-
-
-def _threads(n: int) -> int:
-    if n < 0:
-        raise ValueError(f"--threads must be >= 0, got {n}")
-    return n or os.cpu_count() or 1
-
-
-class _Progress:
-    """The status line: how far, how fast, and (compressing) the bits per byte so far."""
-
-    def __init__(self, name: str, total: int | None, enabled: bool, verb: str):
-        self.name, self.total, self.verb = name, total, verb
-        self.line = StatusLine(enabled, every=PROGRESS_SECONDS)
-        self.start = time.monotonic()
-
-    def show(self, done_in: int, done_out: int, final: bool = False) -> None:
-        if final:
-            self.line.clear()
-            return
-        rate = done_in / max(time.monotonic() - self.start, 1e-9)
-        pct = f"{100 * done_in / self.total:5.1f}% " if self.total else ""
-        ratio = f"{8 * done_out / done_in:.3f} bits/byte" if done_in and self.verb == "compress" else ""
-        self.line.show(f"{self.name}: {pct}{human_size(done_in)} {human_size(rate)}/s {ratio}"[:PROGRESS_COLUMNS])
-
-
-def _summary(args, report: dict) -> None:
-    if args.json:
-        out = sys.stderr if (args.stdout or args.output == "-" or (args.input == "-" and args.output is None)) \
-            else sys.stdout
-        json.dump(report, out, indent=1)
-        out.write("\n")
-
-
-# -- compress ---------------------------------------------------------------------------------------
-
-def _compress(args) -> int:
-    src, dst = _paths(args, compressing=True)
-    config = container.default_config()
-    threads = _threads(args.threads)
+        if args.stdout:
+            raise ValueError("-o and -c exclude each other")
+        if mode in ("test", "list"):
+            raise ValueError(f"{'-t' if args.test else '-l'} writes no output: drop -o")
+        if len(args.files) > 1:
+            raise ValueError("-o names the output of a single input: with several inputs, drop -o (each gets "
+                             "its own file) or use -c")
+    if mode != "compress":
+        for flag, given in (("--block-size", args.block_size is not None), ("--follow", args.follow)):
+            if given:
+                raise ValueError(f"{flag} applies when compressing only")
+    elif args.salvage:
+        raise ValueError("--salvage applies when decompressing only")
     if args.follow:
-        if src is None:
-            raise ValueError("--follow needs a file to follow (for a pipe, seqd compress reads until it closes)")
+        if len(args.files) != 1 or args.files[0] == "-":
+            raise ValueError("--follow needs one file to follow (for a pipe, seqd compress reads until it closes)")
         if args.flush_seconds <= 0:
             raise ValueError(f"--flush-seconds must be > 0, got {args.flush_seconds}")
-    header = Header(config, args.block_size, container.build_info())
-    stop = threading.Event()  # --follow: SIGINT or SIGTERM came
-    if args.follow:  # opened before the output is created: a file that cannot be read leaves nothing behind
-        reader = follow_file(src, READ_SIZE, follow=True, poll=FOLLOW_POLL_SECONDS,
-                             keep_going=lambda: not stop.is_set(), reopen=False)
-    else:
-        reader = sys.stdin.buffer if src is None else open(src, "rb")
-    total = None if (src is None or args.follow) else src.stat().st_size
-    progress = _Progress(src.name if src else "stdin", total, sys.stderr.isatty() and not args.quiet and not args.json,
-                         "compress")
-    target = Target(dst, args.force, direct=args.follow)
+    if args.threads < 0:
+        raise ValueError(f"--threads must be >= 0, got {args.threads}")
+
+
+def _destination(name: str, args, compressing: bool) -> str | None:
+    """Where ``name``'s output goes: a path, or None for standard output."""
+    if args.stdout or args.output == "-":
+        return None
+    if args.output is not None:
+        return args.output
+    if name == "-":
+        return None
+    return output_name(name, compressing)
+
+
+# -- the files, one by one ----------------------------------------------------------------------------
+
+def run(args) -> int:
+    mode = _mode(args)
+    _check(args, mode)
+    args.threads = args.threads or os.cpu_count() or 1
+    args.block_size = args.block_size or container.DEFAULT_BLOCK_SIZE
+    names = args.files or ["-"]
+    messages = Messages(args.command, args.quiet)
+    reports = [_one(name, mode, args, messages) for name in names]
+    code = exit_code(reports)
+    if mode == "list" and not args.json:
+        print_table(reports)
+    if args.json:
+        data_on_stdout = mode in ("compress", "decompress") and any(r.output == "-" for r in reports)
+        dump_json(reports, code, to_stderr=data_on_stdout)
+    return code
+
+
+def _one(name: str, mode: str, args, messages: Messages) -> FileReport:
+    """Process one input; whatever goes wrong becomes its report's error, naming the file."""
+    report = FileReport(input=name, compressed=mode == "compress")
     t0, cpu0 = time.monotonic(), time.process_time()
+    replaced = False
     try:
-        target.write(header.to_bytes())
-        if args.follow:
-            n_in, n_out, crc = _follow(reader, stop, target, config, args, progress)
+        if mode == "compress":
+            replaced = _compress_file(name, args, report)
+        elif mode == "list":
+            _list_file(name, args, report)
         else:
-            n_in, n_out, crc = compress_blocks(reader, target, config, args.block_size, threads, progress)
-        target.write(container.end_record(n_in, crc))
-        target.commit()
-    except BaseException:
-        target.abandon()
-        raise
+            replaced = _decompress_file(name, args, report, test=mode == "test")
+    except FileProblem as problem:
+        _fail(report, str(problem), skip=problem.skip)
+    except FormatError as exc:
+        hint = (" (seqd decompress --salvage writes what still decodes)"
+                if mode == "decompress" and not args.salvage and ("block" in str(exc) or "truncated" in str(exc))
+                else "")
+        _fail(report, f"{name}: {exc}{hint}")
+    except limits.MemoryLimitError as exc:  # its message names the file, the need and the option to raise
+        _fail(report, str(exc))
+    except OSError as exc:
+        _fail(report, str(explain(exc, name)))
+    except MemoryError:
+        _fail(report, f"{name}: not enough memory for these settings (try a smaller --block-size or -T)")
+    report.seconds = time.monotonic() - t0
+    report.cpu_seconds = time.process_time() - cpu0
+    if report.status == "error":
+        messages.error(report.error)
+    for w in report.warnings:
+        messages.warning(w if report.status == "skipped" else f"{name}: warning: {w}")
+    if args.verbose and report.status == "ok" and mode != "list":
+        print(verbose_line(mode, report, replaced), file=sys.stderr)
+    return report
+
+
+def _fail(report: FileReport, text: str, skip: bool = False) -> None:
+    if skip:
+        report.status = "skipped"
+        report.warnings.append(text)
+    else:
+        report.status, report.error = "error", text
+
+
+def _progress(name: str, total: int | None, args) -> Progress:
+    return Progress(name, total, sys.stderr.isatty() and not args.quiet and not args.json)
+
+
+class _Rate:
+    """The compressing progress line: ``show(bytes in, bytes out, bytes in whose blocks are written)``."""
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+
+    def show(self, done_in: int, done_out: int, coded_in: int | None = None) -> None:
+        coded_in = done_in if coded_in is None else coded_in
+        self.progress.show(done_in, f"{8 * done_out / coded_in:.3f} bits/byte" if coded_in else "")
+
+
+def _same_file(a: str | None, b: str | None) -> bool:
+    try:
+        return a is not None and b is not None and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+# -- compress -----------------------------------------------------------------------------------------
+
+def _compress_file(name: str, args, report: FileReport) -> bool:
+    """Compress one input; returns whether the input was removed."""
+    dst = _destination(name, args, compressing=True)
+    src = open_input(name, force=args.force, compressed=False, suffix_check=dst is not None)
+    report.output = dst or "-"
+    block_size = args.block_size
+    config = container.default_config()
+    header = Header(config, block_size, container.build_info())
+    stop = threading.Event()  # --follow: SIGINT or SIGTERM came
+    try:
+        if _same_file(src.path, dst):
+            raise FileProblem(name, f"is the output too ({dst}); name another output")
+        out = Output(dst, force=args.force, binary=True, direct=args.follow)
+        try:
+            progress = _progress(os.path.basename(name) if src.path else "stdin", src.size, args)
+            out.write(header.to_bytes())
+            if args.follow:
+                growing = follow_file(name, READ_SIZE, follow=True, poll=FOLLOW_POLL_SECONDS,
+                                      keep_going=lambda: not stop.is_set(), reopen=False)
+                n_in, n_out, crc = _follow(growing, stop, out, config, args, _Rate(progress))
+            else:
+                n_in, n_out, crc = compress_blocks(src.file, out, config, block_size, args.threads, _Rate(progress))
+            out.write(container.end_record(n_in, crc))
+            progress.clear()
+            out.commit(os.stat(name) if args.follow else src.stat)
+        except BaseException:
+            out.abandon()
+            raise
     finally:
-        if src is not None and not args.follow:  # a followed file is closed by its reader, once stopped
-            reader.close()
-    progress.show(n_in, n_out, final=True)
-    if src is not None and dst is not None and not (args.keep or args.follow):
-        src.unlink()
-    size = len(header.to_bytes()) + n_out + 13
-    _summary(args, {"input": str(src or "-"), "output": str(dst or "-"), "bytes_in": n_in, "bytes_out": size,
-                    "bits_per_byte": 8 * size / n_in if n_in else None, "seconds": time.monotonic() - t0,
-                    "cpu_seconds": time.process_time() - cpu0, "threads": threads})
-    return 0
+        src.close()
+    report.bytes_in = n_in
+    report.bytes_out = len(header.to_bytes()) + n_out + len(container.end_record(0, 0))
+    report.blocks = -(-n_in // block_size) if not args.follow else None
+    report.model, report.written_by = model_name(header), writer_version(header)
+    if out.replaces and src.path is not None and not (args.keep or args.follow):
+        os.unlink(src.path)
+        return True
+    return False
 
 
 def compress_blocks(reader, target, config, block_size, threads, progress) -> tuple[int, int, int]:
-    """Read, code (``threads`` blocks at once) and write blocks in order; returns (bytes in, bytes out, crc)."""
+    """Read, code (``threads`` blocks at once) and write blocks in order; returns (bytes in, bytes out, crc).
+
+    ``progress.show(bytes in, bytes out, bytes in of the blocks written)`` is
+    called every ``PROGRESS_STEP`` bytes coded, so the line moves within a
+    block (a 4 MB block takes about a minute on one core).
+    """
     n_in = n_out = crc = 0
     if threads == 1:
         encoder = BlockEncoder(config)
         while block := read_block(reader, block_size, READ_SIZE):
             base = n_in
-            record = encoder.encode(block, progress=lambda k: progress.show(base + k, n_out))
+            record = encoder.encode(block, progress=lambda k: progress.show(base + k, n_out, base),
+                                    step=PROGRESS_STEP)
             crc = zlib.crc32(block, crc)
             n_in += len(block)
             n_out += len(record)
             target.write(record)
         return n_in, n_out, crc
 
+    inflight: dict[int, int] = {}  # block number -> bytes coded so far, while it is coded
+    lock = threading.Lock()
+
     def blocks():
         nonlocal crc
+        k = 0
         while block := read_block(reader, block_size, READ_SIZE):
             crc = zlib.crc32(block, crc)
-            yield block
+            yield k, block
+            k += 1
 
-    def encode(block: bytes) -> tuple[int, bytes]:
-        return len(block), BlockEncoder(config).encode(block)
+    def encode(item: tuple[int, bytes]) -> tuple[int, int, bytes]:
+        k, block = item
 
-    for length, record in ordered_map(encode, blocks(), threads):
+        def show(done: int) -> None:
+            with lock:
+                inflight[k] = done
+                coding = sum(inflight.values())
+            progress.show(n_in + coding, n_out, n_in)
+
+        record = BlockEncoder(config).encode(block, progress=show, step=PROGRESS_STEP)
+        return k, len(block), record
+
+    for k, length, record in ordered_map(encode, blocks(), threads):
+        with lock:
+            inflight.pop(k, None)
         n_in += length
         n_out += len(record)
         target.write(record)
-        progress.show(n_in, n_out)
     return n_in, n_out, crc
 
 
@@ -294,108 +396,55 @@ def _follow(growing: Iterator[bytes], stop: threading.Event, target, config, arg
             signal.signal(s, handler)
 
 
-# -- decompress -------------------------------------------------------------------------------------
+# -- decompress, test, list ---------------------------------------------------------------------------
 
-def _decompress(args) -> int:
-    src, dst = _paths(args, compressing=False)
-    threads = _threads(args.threads)
-    reader = sys.stdin.buffer if src is None else open(src, "rb")
-    total = None if src is None else src.stat().st_size
-    progress = _Progress(src.name if src else "stdin", total, sys.stderr.isatty() and not args.quiet and not args.json,
-                         "decompress")
-    warnings: list[str] = []
-    t0, cpu0 = time.monotonic(), time.process_time()
-    target = None
+def _decompress_file(name: str, args, report: FileReport, test: bool) -> bool:
+    """Decompress (or with ``test``, decode and check) one input; returns whether the input was removed."""
+    dst = None if test else _destination(name, args, compressing=False)
+    src = open_input(name, force=args.force, compressed=True, suffix_check=False)
+    report.output = None if test else dst or "-"
+    reader = Reader(src.file)
+    out = None
     try:
-        header = container.read_header(reader)
-        limits.check_memory(header.config, header.block_size, args.memory_limit, name=str(src or "standard input"),
-                            learners=threads, option="--memory-limit")
-        target = Target(dst, args.force)
-        n_out = decode_records(reader, header, target, threads, args.salvage, warnings, progress)
-        target.commit()
+        if _same_file(src.path, dst):
+            raise FileProblem(name, f"is the output too ({dst}); name another output")
+        out = None if test else Output(dst, force=args.force, binary=False)
+        progress = _progress(os.path.basename(name) if src.path else "stdin", None, args)
+        try:
+            def within_limit(header: Header) -> None:  # before the header's model is built
+                limits.check_memory(header.config, header.block_size, args.memory_limit,
+                                    name=name if src.path else "standard input", learners=args.threads,
+                                    option="--memory-limit")
+
+            decoded = decode_stream(reader, out or Sink(), args.threads, args.salvage, report.warnings, progress,
+                                    size=src.size, check=within_limit)
+        finally:
+            progress.clear()
+        if out is not None:
+            out.commit(src.stat)
     except BaseException as exc:
-        if target is not None:
+        if out is not None:
             if args.salvage and isinstance(exc, FormatError):
-                target.commit()
+                out.commit(src.stat)
             else:
-                target.abandon()
+                out.abandon()
         raise
     finally:
-        if src is not None:
-            reader.close()
-    progress.show(0, 0, final=True)
-    for w in warnings:
-        print(f"seqd decompress: warning: {w}", file=sys.stderr)
-    if src is not None and dst is not None and not args.keep and not warnings:
-        src.unlink()
-    _summary(args, {"input": str(src or "-"), "output": str(dst or "-"), "bytes_out": n_out,
-                    "seconds": time.monotonic() - t0, "cpu_seconds": time.process_time() - cpu0,
-                    "threads": threads, "warnings": warnings})
-    return 2 if warnings else 0
+        src.close()
+    report.bytes_in, report.bytes_out, report.blocks = reader.count, decoded.length, decoded.blocks
+    report.model, report.written_by = model_name(decoded.header), writer_version(decoded.header)
+    if out is not None and out.replaces and src.path is not None and not args.keep and not report.warnings:
+        os.unlink(src.path)
+        return True
+    return False
 
 
-def decode_records(reader, header, target, threads, salvage, warnings, progress) -> int:
-    """Decode blocks in order, chains of CONTINUES blocks on one learner; returns the bytes written."""
-    n_out = crc = 0
-    done_in = 0
-
-    def emit(part: bytes):
-        nonlocal n_out, crc
-        target.write(part)
-        n_out += len(part)
-        crc = zlib.crc32(part, crc)
-
-    def decode_chain(chain: list[Block]) -> list[bytes | FormatError]:
-        decoder = BlockDecoder(header.config, header.build)
-        out: list[bytes | FormatError] = []
-        for block in chain:
-            try:
-                out.append(decoder.decode(block))
-            except FormatError as exc:
-                out.append(exc)
-        return out
-
-    def collect(results) -> None:
-        for part in results:
-            if isinstance(part, FormatError):
-                if not salvage:
-                    raise part
-                warnings.append(f"{part}; skipped")
-            else:
-                emit(part)
-
-    end: End | None = None
-    lost: FormatError | None = None
-
-    def chains() -> Iterator[list[Block]]:
-        """The blocks up to the end record, as chains: a FRESH block and the CONTINUES blocks after it."""
-        nonlocal done_in, end, lost
-        chain: list[Block] = []
-        try:
-            for record in container.read_records(reader, header, header.size):
-                if isinstance(record, End):
-                    end = record
-                    break
-                done_in += len(record.payload)
-                if record.kind == container.FRESH and chain:
-                    yield chain
-                    chain = []
-                chain.append(record)
-                progress.show(done_in, n_out)
-        except FormatError as exc:
-            if not salvage or "truncated" not in str(exc) and "damaged: its record" not in str(exc):
-                raise
-            lost = exc  # the framing is lost: keep what decodes before it
-        if chain:
-            yield chain
-
-    for results in ordered_map(decode_chain, chains(), threads):
-        collect(results)
-    if lost is not None:
-        warnings.append(f"{lost}; the rest of the file is lost")
-        return n_out
-    if not warnings and (end.total_length != n_out or end.crc != crc):
-        raise FormatError("the end record does not match the decoded data (damaged end record)")
-    if reader.read(1):
-        raise FormatError("unexpected data after the end record")
-    return n_out
+def _list_file(name: str, args, report: FileReport) -> None:
+    src = open_input(name, force=args.force, compressed=True, suffix_check=False)
+    reader = Reader(src.file)
+    try:
+        found = scan(reader)
+    finally:
+        src.close()
+    report.bytes_in, report.bytes_out, report.blocks = reader.count, found.length, found.blocks
+    report.model, report.written_by = model_name(found.header), writer_version(found.header)

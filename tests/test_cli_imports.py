@@ -72,7 +72,7 @@ def test_client_commands_import_no_model(server, tmp_path):
 def test_the_model_is_imported_for_the_commands_that_need_it(tmp_path):
     src = tmp_path / "a.log"
     src.write_bytes(b"x")
-    result, _ = probe("compress", "-k", str(src), str(tmp_path / "a.sqd"))
+    result, _ = probe("compress", "-k", str(src), "-o", str(tmp_path / "a.sqd"))
     assert result["code"] == 0 and "numba" in result["heavy"]  # the probe would see a model if one were imported
 
 
