@@ -24,7 +24,8 @@ from seqd.core import container
 from seqd.core.container import Block, BlockDecoder, BlockEncoder, End, FormatError, Header
 
 from ._display import StatusLine, human_size, parse_size
-from ._io import Target, follow_file, read_block
+from ._follow import Follower
+from ._io import Target, read_block
 from ._parallel import ordered_map
 
 SUFFIX = ".sqd"
@@ -44,7 +45,8 @@ def configure(c: argparse.ArgumentParser) -> None:
     c.add_argument("-T", "--threads", type=int, default=1, metavar="N",
                    help="compress N blocks at once on N cores (default 1; 0 = every core)")
     c.add_argument("--follow", action="store_true",
-                   help="keep compressing IN as it grows (like tail -f) until interrupted; implies -k")
+                   help="keep compressing IN as it grows, through log rotation (like tail -F), until "
+                        "interrupted; implies -k")
     c.add_argument("--flush-seconds", type=float, default=5.0, metavar="S",
                    help="with --follow: write a decodable block at least every S seconds (default 5)")
     c.set_defaults(run=_compress)
@@ -151,8 +153,7 @@ def _compress(args) -> int:
     header = Header(config, args.block_size, container.build_info())
     stop = threading.Event()  # --follow: SIGINT or SIGTERM came
     if args.follow:  # opened before the output is created: a file that cannot be read leaves nothing behind
-        reader = follow_file(src, READ_SIZE, follow=True, poll=FOLLOW_POLL_SECONDS,
-                             keep_going=lambda: not stop.is_set(), reopen=False)
+        reader = Follower(src, READ_SIZE, poll=FOLLOW_POLL_SECONDS, keep_going=lambda: not stop.is_set())
     else:
         reader = sys.stdin.buffer if src is None else open(src, "rb")
     total = None if (src is None or args.follow) else src.stat().st_size
@@ -215,16 +216,14 @@ def compress_blocks(reader, target, config, block_size, threads, progress) -> tu
     return n_in, n_out, crc
 
 
-def _follow(growing: Iterator[bytes], stop: threading.Event, target, config, args,
-            progress) -> tuple[int, int, int]:
+def _follow(growing: Follower, stop: threading.Event, target, config, args, progress) -> tuple[int, int, int]:
     """Compress a growing file until SIGINT/SIGTERM; a block is written at least every --flush-seconds.
 
     Blocks written between two fresh starts continue one learner (CONTINUES),
     so frequent flushes cost only the coder's few bytes each; a fresh block
-    starts once --block-size bytes were coded since the last one.  The file
-    first opened is read on (``tail -f``): a truncated or rotated log is not
-    followed to its new start.  ``growing`` yields the file's chunks until
-    ``stop`` is set.
+    starts once --block-size bytes were coded since the last one.  ``growing``
+    yields the file's chunks, through rotation and truncation (``tail -F``,
+    ``_follow.py``), until ``stop`` is set.
     """
     chunks: queue.Queue = queue.Queue(maxsize=64)
 
