@@ -24,17 +24,17 @@ them, by ``logrotate`` or by the program that writes them, in two ways:
   file's, which tells it unless the new content begins with the same bytes.
 
 What the follower guarantees, and what it cannot (``docs/format.md``,
-"Following a log"): every byte is given once, in the order of each file;
-nothing read is read again (the check before a read and the read are two
-system calls: a truncation and a rewrite past the offset between the two,
-microseconds apart, would give the rewritten bytes from the old offset, and
-again from the start).  Lost, as with ``tail -F``:
-bytes written to a file that had the name only between two looks (two
-rotations within one poll), bytes a writer appends to the old file after the
-new one holds a byte, and, with ``copytruncate``, bytes the writer appended
-after the follower's last look and before the truncation (they are in
-logrotate's copy, not in the file any more) as well as those logrotate
-itself loses between its copy and its truncation.
+"Following a log"): every byte it gives, it gives once, in the order of each
+file, the files in the order they had the name.  Lost, as with ``tail -F``:
+the bytes of a file that had the name only between two looks (two rotations
+within one poll); what a writer appends to the old file after the new one
+holds a byte; with ``copytruncate``, what the writer appended after the last
+look and before the truncation (it is in logrotate's copy, no longer in the
+file), what logrotate itself loses between its copy and its truncation, and
+the bytes up to the old offset of a rewrite that begins with the bytes
+already read (taken for an append).  Read twice: only the bytes of a truncation and a rewrite
+past the offset that fall between the check before a read and the read, two
+system calls microseconds apart.
 
 The file is looked at when it has been read to its end, every ``poll``
 seconds, and is checked for truncation before every read.  ``sleep`` and
