@@ -29,6 +29,7 @@ from seqd.cli import main
 from seqd.cli._follow import FINGERPRINT_BYTES, Follower
 
 SEQD = [sys.executable, "-m", "seqd"]
+STARTUP_SECONDS = 600  # a command's first run may compile the kernels (Numba's cache empty)
 
 
 # -- the follower alone, on a scripted clock -----------------------------------------------------------
@@ -227,14 +228,16 @@ class LogWriter(threading.Thread):
         self.written: list[bytes] = []
         self.stopped = threading.Event()
 
+    def write_line(self):
+        with self.lock:
+            i = len(self.written)
+            line = f"2026-11-24 10:{i // 60 % 60:02d}:{i % 60:02d} worker-{i % 7} handled request {i}\n".encode()
+            self.file.write(line)
+            self.written.append(line)
+
     def run(self):
-        i = 0
         while not self.stopped.is_set():
-            with self.lock:
-                line = f"2026-11-24 10:{i // 60 % 60:02d}:{i % 60:02d} worker-{i % 7} handled request {i}\n".encode()
-                self.file.write(line)
-                self.written.append(line)
-            i += 1
+            self.write_line()
             time.sleep(0.002)
 
     def text(self) -> bytes:
@@ -248,7 +251,8 @@ class LogWriter(threading.Thread):
 
     def stop(self):
         self.stopped.set()
-        self.join(10)
+        if self.is_alive():
+            self.join(10)
         self.file.close()
 
 
@@ -289,8 +293,11 @@ def run_through_rotation(kind, log, command, received):
     writer = LogWriter(log)
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
+        writer.write_line()
+        wait_for(lambda: received() != b"" or proc.poll() is not None, STARTUP_SECONDS)
+        assert proc.poll() is None, proc.stderr.read().decode()  # up, and holding the first file
         writer.start()
-        wait_for(lambda: received() != b"")  # the command is up and holds the first file
+        time.sleep(0.5)
         rotate(kind, log, writer, lambda text: received() == text)
         time.sleep(0.5)
         writer.stop()
