@@ -25,7 +25,6 @@ import sys
 import threading
 import time
 import zlib
-from collections.abc import Iterator
 
 from seqd import __version__
 from seqd.core import container, limits
@@ -35,7 +34,8 @@ from ._decode import PROGRESS_STEP, Reader, Sink, decode_stream
 from ._display import Progress, parse_size
 from ._files import FileProblem, Output, explain, open_input, output_name
 from ._inspect import model_name, print_table, scan, writer_version
-from ._io import follow_file, read_block
+from ._follow import Follower
+from ._io import read_block
 from ._parallel import ordered_map
 from ._report import FileReport, Messages, dump_json, exit_code, verbose_line
 
@@ -79,7 +79,8 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--block-size", type=_block_size, default=None, metavar="SIZE",
                    help="compressing: bytes per independently decodable block (K/M/G suffixes; default 4M)")
     p.add_argument("--follow", action="store_true",
-                   help="compressing: keep compressing FILE as it grows (like tail -f) until interrupted; implies -k")
+                   help="compressing: keep compressing FILE as it grows, through log rotation (like tail -F), "
+                        "until interrupted; implies -k")
     p.add_argument("--flush-seconds", type=float, default=5.0, metavar="S",
                    help="with --follow: write a decodable block at least every S seconds (default 5)")
     p.add_argument("--memory-limit", type=_memory_limit, default=limits.DEFAULT_MEMORY_LIMIT, metavar="SIZE",
@@ -255,8 +256,7 @@ def _compress_file(name: str, args, report: FileReport) -> bool:
             progress = _progress(os.path.basename(name) if src.path else "stdin", src.size, args)
             out.write(header.to_bytes())
             if args.follow:
-                growing = follow_file(name, READ_SIZE, follow=True, poll=FOLLOW_POLL_SECONDS,
-                                      keep_going=lambda: not stop.is_set(), reopen=False)
+                growing = Follower(name, READ_SIZE, poll=FOLLOW_POLL_SECONDS, keep_going=lambda: not stop.is_set())
                 n_in, n_out, crc = _follow(growing, stop, out, config, args, _Rate(progress))
             else:
                 n_in, n_out, crc = compress_blocks(src.file, out, config, block_size, args.threads, _Rate(progress))
@@ -330,16 +330,14 @@ def compress_blocks(reader, target, config, block_size, threads, progress) -> tu
     return n_in, n_out, crc
 
 
-def _follow(growing: Iterator[bytes], stop: threading.Event, target, config, args,
-            progress) -> tuple[int, int, int]:
+def _follow(growing: Follower, stop: threading.Event, target, config, args, progress) -> tuple[int, int, int]:
     """Compress a growing file until SIGINT/SIGTERM; a block is written at least every --flush-seconds.
 
     Blocks written between two fresh starts continue one learner (CONTINUES),
     so frequent flushes cost only the coder's few bytes each; a fresh block
-    starts once --block-size bytes were coded since the last one.  The file
-    first opened is read on (``tail -f``): a truncated or rotated log is not
-    followed to its new start.  ``growing`` yields the file's chunks until
-    ``stop`` is set.
+    starts once --block-size bytes were coded since the last one.  ``growing``
+    yields the file's chunks, through rotation and truncation (``tail -F``,
+    ``_follow.py``), until ``stop`` is set.
     """
     chunks: queue.Queue = queue.Queue(maxsize=64)
 

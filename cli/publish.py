@@ -2,9 +2,10 @@
 
 Every batch is a conditional append at the stream's current length, so that
 a retried batch is never learned twice, and a second writer is noticed (the
-daemon answers a conflict) rather than interleaved.  On a terminal a
-progress line shows what was sent, then, unless ``--no-wait``, how far the
-daemon has learned it.
+daemon answers a conflict) rather than interleaved.  ``--follow`` follows
+the file by its name through log rotation and truncation (``_follow.py``).
+On a terminal a progress line shows what was sent, then, unless
+``--no-wait``, how far the daemon has learned it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from seqd.clients.errors import ConflictError, NoSuchStreamError
 
 from ._client import add_connection_flags, connect, one_line_errors, positive
 from ._display import StatusLine, human_size
-from ._io import follow_file
+from ._follow import Follower
 
 SENT_LINE_SECONDS = 0.5  # the "sent" progress line is redrawn at most this often
 LEARNED_POLL_SECONDS = 0.25  # how often the daemon is asked how far it has learned
@@ -31,7 +32,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                      "that retries never duplicate a batch.")
     p.add_argument("file", metavar="FILE|-", help="the file to send, or - for stdin")
     p.add_argument("--stream", required=True, metavar="NAME")
-    p.add_argument("--follow", action="store_true", help="keep sending what is appended to FILE, as tail -f does")
+    p.add_argument("--follow", action="store_true",
+                   help="keep sending what is appended to FILE, through log rotation, as tail -F does")
     p.add_argument("--wait", action=argparse.BooleanOptionalAction, default=True,
                    help="once everything is sent, wait until the daemon has learned it and print the stream's "
                         "bits per symbol (default: yes; never with --follow)")
@@ -104,4 +106,9 @@ def _chunks(name: str, size: int, follow: bool) -> Iterator[bytes]:
         while chunk := read(size):
             yield chunk
         return
-    yield from follow_file(name, size, follow=follow)
+    if follow:
+        yield from Follower(name, size)
+        return
+    with open(name, "rb") as f:
+        while chunk := f.read(size):
+            yield chunk

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import sys
 import threading
 import time
@@ -16,7 +15,6 @@ from fake_seqd import FakeServer
 from seqd.clients import protocol
 from seqd.cli import main
 from seqd.cli._client import show_symbol
-from seqd.cli._io import follow_file
 
 
 @pytest.fixture
@@ -107,29 +105,6 @@ def test_cli_subscribe(capsys):
         pub.close(linger=0)
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 and json.loads(lines[0])["position"] == 8
-
-
-def test_follow_file_handles_growth_truncation_and_rotation(tmp_path):
-    path = tmp_path / "app.log"
-    path.write_bytes(b"abc")
-    got, steps = [], iter(range(12))
-
-    def keep_going():
-        i = next(steps, None)
-        if i == 1:
-            with open(path, "ab") as f:
-                f.write(b"def")
-        elif i == 3:
-            path.write_bytes(b"XY")  # truncated in place
-        elif i == 5:
-            with open(path, "ab") as f:
-                f.write(b"Z")  # last words of the old file
-            os.rename(path, tmp_path / "app.log.1")
-            path.write_bytes(b"new")
-        return i is not None
-    for chunk in follow_file(str(path), 2, follow=True, poll=0.001, keep_going=keep_going):
-        got.append(chunk)
-    assert b"".join(got) == b"abcdefXYZnew"
 
 
 def test_cli_bad_endpoint_is_one_line(capsys):
