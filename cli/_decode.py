@@ -62,16 +62,7 @@ def decode_stream(reader: Reader, target, threads: int, salvage: bool, warnings:
     given each container's header before its model is built (and may refuse it, e.g. over a memory limit).
     """
     result = Decoded()
-    while True:
-        start = reader.count
-        if result.containers:
-            ahead = reader.read(len(container.MAGIC))
-            if not ahead:
-                return result
-            if ahead != container.MAGIC:
-                raise FormatError(f"unexpected data after the end record (at byte {start})")
-            reader.unread(ahead)
-        header = container.read_header(reader)
+    for start, header in containers(reader):
         if check is not None:
             check(header)
         result.header = result.header or header
@@ -81,7 +72,29 @@ def decode_stream(reader: Reader, target, threads: int, salvage: bool, warnings:
         result.length += n_out
         result.blocks += blocks
         if lost:
-            return result
+            break
+    return result
+
+
+def containers(reader: Reader) -> Iterator[tuple[int, Header]]:
+    """Each container of the stream in turn: where it starts, and its header.
+
+    The caller reads a container's records before asking for the next one.
+    The stream ends after an end record, or another container begins there;
+    anything else is a FormatError.
+    """
+    first = True
+    while True:
+        start = reader.count
+        if not first:
+            ahead = reader.read(len(container.MAGIC))
+            if not ahead:
+                return
+            if ahead != container.MAGIC:
+                raise FormatError(f"unexpected data after the end record (at byte {start})")
+            reader.unread(ahead)
+        first = False
+        yield start, container.read_header(reader)
 
 
 def decode_records(reader, header: Header, target, threads: int, salvage: bool, warnings: list[str], progress,

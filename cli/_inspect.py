@@ -16,23 +16,14 @@ import sys
 from seqd.core import container
 from seqd.core.container import End, FormatError, Header
 
-from ._decode import Decoded, Reader
+from ._decode import Decoded, Reader, containers
 from ._report import FileReport
 
 
 def scan(reader: Reader) -> Decoded:
     """The sizes and blocks of every container in ``reader``, from their records alone."""
     result = Decoded()
-    while True:
-        start = reader.count
-        if result.containers:
-            ahead = reader.read(len(container.MAGIC))
-            if not ahead:
-                return result
-            if ahead != container.MAGIC:
-                raise FormatError(f"unexpected data after the end record (at byte {start})")
-            reader.unread(ahead)
-        header = container.read_header(reader)
+    for start, header in containers(reader):
         result.header = result.header or header
         result.containers += 1
         length = 0
@@ -45,6 +36,7 @@ def scan(reader: Reader) -> Decoded:
             result.blocks += 1
             length += record.length
         result.length += length
+    return result
 
 
 def model_name(header: Header) -> str:
