@@ -220,14 +220,13 @@ def _progress(name: str, total: int | None, args) -> Progress:
 
 
 class _Rate:
-    """The compressing progress line: ``show(bytes in, bytes out, bytes in whose blocks are written)``."""
+    """The compressing progress line: ``show(bytes in, bytes out so far)``, and the bits per byte they make."""
 
     def __init__(self, progress: Progress):
         self.progress = progress
 
-    def show(self, done_in: int, done_out: int, coded_in: int | None = None) -> None:
-        coded_in = done_in if coded_in is None else coded_in
-        self.progress.show(done_in, f"{8 * done_out / coded_in:.3f} bits/byte" if coded_in else "")
+    def show(self, done_in: int, done_out: int) -> None:
+        self.progress.show(done_in, f"{8 * done_out / done_in:.3f} bits/byte" if done_in else "")
 
 
 def _same_file(a: str | None, b: str | None) -> bool:
@@ -281,16 +280,16 @@ def _compress_file(name: str, args, report: FileReport) -> bool:
 def compress_blocks(reader, target, config, block_size, threads, progress) -> tuple[int, int, int]:
     """Read, code (``threads`` blocks at once) and write blocks in order; returns (bytes in, bytes out, crc).
 
-    ``progress.show(bytes in, bytes out, bytes in of the blocks written)`` is
-    called every ``PROGRESS_STEP`` bytes coded, so the line moves within a
-    block (a 4 MB block takes about a minute on one core).
+    ``progress.show(bytes in, bytes out)`` is called every ``PROGRESS_STEP``
+    bytes coded, with the coder's output so far, so the line's rate and bits
+    per byte move within a block (a 4 MB block takes about a minute on one core).
     """
     n_in = n_out = crc = 0
     if threads == 1:
         encoder = BlockEncoder(config)
         while block := read_block(reader, block_size, READ_SIZE):
             base = n_in
-            record = encoder.encode(block, progress=lambda k: progress.show(base + k, n_out, base),
+            record = encoder.encode(block, progress=lambda k, coded: progress.show(base + k, n_out + coded),
                                     step=PROGRESS_STEP)
             crc = zlib.crc32(block, crc)
             n_in += len(block)
@@ -298,7 +297,7 @@ def compress_blocks(reader, target, config, block_size, threads, progress) -> tu
             target.write(record)
         return n_in, n_out, crc
 
-    inflight: dict[int, int] = {}  # block number -> bytes coded so far, while it is coded
+    inflight: dict[int, tuple[int, int]] = {}  # block number -> (bytes coded, payload bytes), while it is coded
     lock = threading.Lock()
 
     def blocks():
@@ -312,11 +311,12 @@ def compress_blocks(reader, target, config, block_size, threads, progress) -> tu
     def encode(item: tuple[int, bytes]) -> tuple[int, int, bytes]:
         k, block = item
 
-        def show(done: int) -> None:
+        def show(done: int, coded: int) -> None:
             with lock:
-                inflight[k] = done
-                coding = sum(inflight.values())
-            progress.show(n_in + coding, n_out, n_in)
+                inflight[k] = done, coded
+                coding = sum(d for d, _ in inflight.values())
+                written = sum(c for _, c in inflight.values())
+            progress.show(n_in + coding, n_out + written)
 
         record = BlockEncoder(config).encode(block, progress=show, step=PROGRESS_STEP)
         return k, len(block), record

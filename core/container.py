@@ -110,7 +110,10 @@ class BlockEncoder:
         self._freq = freq_buffer(config.alphabet_cap)
 
     def encode(self, data: bytes, continues: bool = False, progress=None, step: int = 1 << 16) -> bytes:
-        """One block record: a fresh learner unless ``continues`` (and a previous block exists)."""
+        """One block record: a fresh learner unless ``continues`` (and a previous block exists).
+
+        ``progress(bytes coded, bytes of payload written so far)`` is called every ``step`` bytes.
+        """
         if not continues or self.learner is None:
             self.learner = OnlineLearner(self.config)
             continues = False
@@ -121,7 +124,7 @@ class BlockEncoder:
         for start in range(0, len(x), step):
             encode_symbols(st, hyper, flags, x[start:start + step], cst, out, self._freq)
             if progress is not None:
-                progress(min(start + step, len(x)))
+                progress(min(start + step, len(x)), int(cst[coder.POS]))
         payload = out[:coder.finish(cst, out)].tobytes()
         return _BLOCK.pack(CONTINUES if continues else FRESH, len(data), len(payload), zlib.crc32(data),
                            zlib.crc32(payload)) + payload

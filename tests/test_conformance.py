@@ -250,5 +250,5 @@ def test_version_option(capsys):
 def test_a_finer_progress_step_codes_the_same_bits():
     config = container.default_config()
     coarse = container.BlockEncoder(config).encode(TEXT)
-    fine = container.BlockEncoder(config).encode(TEXT, progress=lambda k: None, step=1 << 10)
+    fine = container.BlockEncoder(config).encode(TEXT, progress=lambda k, coded: None, step=1 << 10)
     assert coarse == fine

@@ -187,6 +187,18 @@ def test_blocks_are_independent():
     assert out[3] == data[3000:4000]
 
 
+def test_the_encoders_progress_reports_the_payload_written_so_far():
+    rng = np.random.default_rng(5)
+    data = b"".join(b"GET /item/%d %d\n" % (rng.integers(10**6), rng.integers(100, 600)) for _ in range(400))
+    calls = []
+    record = container.BlockEncoder(SMALL).encode(data, progress=lambda done, coded: calls.append((done, coded)),
+                                                   step=1000)
+    assert [done for done, _ in calls] == list(range(1000, len(data), 1000)) + [len(data)]
+    coded = [c for _, c in calls]
+    assert coded == sorted(coded) and 0 < coded[0] and coded[-1] <= len(record)  # grows with the block
+    assert coded[len(coded) // 2] < coded[-1]  # not only at the end: a progress line can show it mid-block
+
+
 def test_the_header_names_the_package_version_that_wrote_it():
     import io
     from importlib import metadata
