@@ -332,14 +332,30 @@ def test_fuzz_crafted_files_many(small_file, preset_file):
 
 # -- the command ------------------------------------------------------------------------------------
 
+# Runs seqd's main, then writes the process's peak resident memory (VmHWM, which starts afresh at exec, unlike
+# getrusage's maxrss, which keeps the forking parent's) to the file named by $SEQD_TEST_PEAK.
+_PEAK_PROBE = """
+import os, sys
+from seqd.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as stop:
+    code = stop.code
+with open("/proc/self/status") as status:
+    peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+with open(os.environ["SEQD_TEST_PEAK"], "w") as out:
+    out.write(peak)
+sys.exit(code)
+"""
+
+
 def _run_decompress(path, *flags) -> tuple[int, str, int]:
-    """(exit code, standard error, peak RSS in bytes) of ``seqd decompress -c`` in a child process."""
-    proc = subprocess.Popen([sys.executable, "-m", "seqd", "decompress", "-c", "-f", *flags, str(path)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    err = proc.stderr.read().decode()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, err, usage.ru_maxrss * 1024
+    """(exit code, standard error, peak resident memory in bytes) of ``seqd decompress -c`` in a child process."""
+    peak_file = path.with_name(path.name + ".peak")
+    proc = subprocess.run([sys.executable, "-c", _PEAK_PROBE, "decompress", "-c", "-f", *flags, str(path)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          env={**os.environ, "SEQD_TEST_PEAK": str(peak_file)}, timeout=300)
+    return proc.returncode, proc.stderr.decode(), int(peak_file.read_text()) * 1024
 
 
 def test_the_command_refuses_crafted_files_in_one_line_and_bounded_memory(tmp_path, small_file):
