@@ -40,7 +40,7 @@ from ..clients.protocol import Reply
 from .config import ServeConfig
 from .metrics import Telemetry
 from .reports import Created, CreateFailed, DropSynced, Faulted, Learned, SnapshotFailed, SnapshotWritten, Synced
-from .pending import AwaitNamespace, AwaitSync, AwaitWorker, CreateJob, Deferral, DropJob, Pending
+from .pending import AwaitNamespace, AwaitPosition, AwaitSync, AwaitWorker, CreateJob, Deferral, DropJob, Pending
 from .requests import Requests, prediction, stopping
 from .streams import Stream, config_dict
 
@@ -78,7 +78,7 @@ class Completions:
         self.waiters = requests.waiters
         self.telemetry = telemetry
         self.stopping = stopping
-        self.syncing = 0  # group commits handed to the sync thread and not reported yet
+        self.commits_in_flight = 0  # group commits handed to the sync thread and not reported yet
         self.draining = False  # a stop was seen
         self.snapshots_asked = False  # ... and the last snapshots are queued
 
@@ -115,6 +115,8 @@ class Completions:
             for pending, reply, op in deferral.answers:
                 out.reply(pending, reply, op)
             out.jobs.append(deferral.job)
+        elif not isinstance(deferral, AwaitPosition):  # (a waiting predict is in the waiters already)
+            raise TypeError(f"no handling is known for a {type(deferral).__name__} deferral")
 
     def commit(self, acks: list[AwaitSync]) -> Outcome:
         """Group commit: one fsync per touched log, in the sync thread, while the loop goes on answering;
@@ -128,7 +130,7 @@ class Completions:
         if not self.config.fsync:
             self._acknowledge(acks, {}, out)
             return
-        self.syncing += 1
+        self.commits_in_flight += 1
         out.syncs.append(tuple(acks))
 
     def _acknowledge(self, acks, failed: dict[str, str], out: Outcome) -> None:
@@ -176,12 +178,14 @@ class Completions:
             for r in report.orphans:
                 out.reply(r, Reply.failure(r.request.id, P.INTERNAL, report.stream.broken), "snapshot")
         elif isinstance(report, Synced):
-            self.syncing -= 1
+            self.commits_in_flight -= 1
             self._acknowledge(report.acks, report.failed, out)
         elif isinstance(report, (Created, CreateFailed)):
             self._created(report, out)
         elif isinstance(report, DropSynced):
             self._dropped(report, out)
+        else:  # a kind of report this loop does not know: a fault of ours, logged by report()
+            raise TypeError(f"no meaning is known for a {type(report).__name__} report")
 
     def _learned(self, report: Learned, out: Outcome) -> None:
         """A batch learned: counted; unless the stream was dropped meanwhile (its name may be reused), its
@@ -294,7 +298,7 @@ class Completions:
         if not self.draining:
             self.draining = True
             log.info("stopping: finishing queued work and writing snapshots")
-        if not self.snapshots_asked and self.syncing == 0 and not self.requests.creating:
+        if not self.snapshots_asked and self.commits_in_flight == 0 and not self.requests.creating:
             self.snapshots_asked = True
             for stream in self.streams.values():
                 if stream.accepted > stream.snapshot_position and not stream.faulted:

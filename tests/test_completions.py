@@ -108,13 +108,13 @@ def test_a_burst_is_acknowledged_and_queued_only_once_its_logs_are_synced(loop):
     s, t = loop.create("s"), loop.create("t")
     acks, commit = loop.burst(("s", b"abc"), ("t", b"xy"), ("s", b"de"))
     assert len(commit.syncs) == 1 and len(commit.syncs[0]) == 3  # one group commit for the burst
-    assert not commit.replies and not commit.schedule and loop.completions.syncing == 1
+    assert not commit.replies and not commit.schedule and loop.completions.commits_in_flight == 1
     assert s.accepted == 5 and s.queued == 0 and s.syncing == 5
     out = loop.synced(commit)
     assert answers(out) == [("ok", "publish")] * 3
     assert [reply.result["position"] for _, reply, _ in out.replies] == [3, 2, 5]
     assert out.schedule == [s, t]  # s once: a worker takes both its batches
-    assert loop.completions.syncing == 0 and s.syncing == 0 and s.syncing_batches == 0 and s.queued == 5
+    assert loop.completions.commits_in_flight == 0 and s.syncing == 0 and s.syncing_batches == 0 and s.queued == 5
     assert loop.counter("seqd_symbols_accepted_total") == 7
 
 
@@ -123,7 +123,7 @@ def test_without_fsync_a_burst_is_acknowledged_at_its_end(tmp_path):
     try:
         s = loop.create("s")
         _, commit = loop.burst(("s", b"ab"), ("s", b"c"))
-        assert not commit.syncs and loop.completions.syncing == 0
+        assert not commit.syncs and loop.completions.commits_in_flight == 0
         assert answers(commit) == [("ok", "publish")] * 2 and commit.schedule == [s] and s.queued == 3
     finally:
         loop.close()
@@ -133,14 +133,14 @@ def test_a_log_that_cannot_be_synced_breaks_its_stream_and_every_later_batch_is_
     s, t = loop.create("s"), loop.create("t")
     _, first = loop.burst(("s", b"ab"), ("t", b"cd"))
     _, second = loop.burst(("s", b"ef"))  # appended before the failure is known
-    assert loop.completions.syncing == 2
+    assert loop.completions.commits_in_flight == 2
     out = loop.synced(first, {"s": "write-ahead log could not be synced: EIO"})
     assert answers(out) == [(P.INTERNAL, "publish"), ("ok", "publish")]
     assert "could not be synced: EIO" in out.replies[0][1].message and out.schedule == [t]
     assert s.state is State.BROKEN and s.queued == 0
     out = loop.synced(second)  # synced, but behind the hole: refused all the same
     assert answers(out) == [(P.INTERNAL, "publish")] and not out.schedule and s.queued == 0
-    assert s.syncing == 0 and s.syncing_batches == 0 and loop.completions.syncing == 0
+    assert s.syncing == 0 and s.syncing_batches == 0 and loop.completions.commits_in_flight == 0
     acks, _ = loop.burst()
     refused = loop.completions.request(loop.pending("publish", stream="s", symbols=b"g"), acks)
     assert answers(refused) == [(P.INTERNAL, "publish")] and not acks
@@ -361,3 +361,13 @@ def test_a_fault_while_handling_a_report_is_logged_and_what_was_decided_is_kept(
         out = loop.synced(commit)
     assert answers(out) == [("ok", "publish")] and out.schedule == [s]  # s's batch, before the fault
     assert "handling a Synced report failed" in caplog.text and s.syncing == 0
+
+
+def test_a_report_of_an_unknown_kind_is_logged_as_a_fault_and_changes_nothing(loop, caplog):
+    class Stray:
+        name = "s"
+
+    with caplog.at_level(logging.ERROR, logger="seqd"):
+        out = loop.completions.report(Stray())
+    assert not (out.replies or out.schedule or out.events or out.syncs or out.jobs)
+    assert "no meaning is known for a Stray report" in caplog.text
