@@ -256,12 +256,15 @@ def _compress_file(name: str, args, report: FileReport) -> bool:
             out.write(header.to_bytes())
             if args.follow:
                 growing = Follower(name, READ_SIZE, poll=FOLLOW_POLL_SECONDS, keep_going=lambda: not stop.is_set())
-                n_in, n_out, crc = _follow(growing, stop, out, config, args, _Rate(progress))
+                n_in, n_out, crc, failure = _follow(growing, stop, out, config, args, _Rate(progress))
             else:
+                failure = None
                 n_in, n_out, crc = compress_blocks(src.file, out, config, block_size, args.threads, _Rate(progress))
             out.write(container.end_record(n_in, crc))
             progress.clear()
-            out.commit(os.stat(name) if args.follow else src.stat)
+            out.commit(_followed_meta(name, src.stat) if args.follow else src.stat)
+            if failure is not None:  # the output holds what was read, end record included: now say why it ended
+                raise failure
         except BaseException:
             out.abandon()
             raise
@@ -275,6 +278,15 @@ def _compress_file(name: str, args, report: FileReport) -> bool:
         os.unlink(src.path)
         return True
     return False
+
+
+def _followed_meta(name: str, first: os.stat_result) -> os.stat_result:
+    """The metadata a followed log's output takes: the file of that name now, or the one first opened if the
+    name is gone (rotated away at the moment of the stop)."""
+    try:
+        return os.stat(name)
+    except OSError:
+        return first
 
 
 def compress_blocks(reader, target, config, block_size, threads, progress) -> tuple[int, int, int]:
@@ -330,14 +342,17 @@ def compress_blocks(reader, target, config, block_size, threads, progress) -> tu
     return n_in, n_out, crc
 
 
-def _follow(growing: Follower, stop: threading.Event, target, config, args, progress) -> tuple[int, int, int]:
+def _follow(growing: Follower, stop: threading.Event, target, config, args,
+            progress) -> tuple[int, int, int, Exception | None]:
     """Compress a growing file until SIGINT/SIGTERM; a block is written at least every --flush-seconds.
 
     Blocks written between two fresh starts continue one learner (CONTINUES),
     so frequent flushes cost only the coder's few bytes each; a fresh block
     starts once --block-size bytes were coded since the last one.  ``growing``
     yields the file's chunks, through rotation and truncation (``tail -F``,
-    ``_follow.py``), until ``stop`` is set.
+    ``_follow.py``), until ``stop`` is set.  Returns (bytes in, bytes out, crc, the error that ended the
+    reading, or None): a file that can no longer be read stops the follow as a signal does, what was read is
+    still coded, and the caller finishes the output before it reports the error.
     """
     chunks: queue.Queue = queue.Queue(maxsize=64)
 
@@ -346,11 +361,17 @@ def _follow(growing: Follower, stop: threading.Event, target, config, args, prog
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
 
+    failure: list[Exception] = []
+
     def pump():
-        for chunk in growing:
-            chunks.put(chunk)
-            if stop.is_set():
-                return
+        try:
+            for chunk in growing:
+                chunks.put(chunk)
+                if stop.is_set():
+                    return
+        except Exception as exc:  # the file can no longer be read (an I/O error, its permission taken away)
+            failure.append(exc)
+            stop.set()
 
     thread = threading.Thread(target=pump, daemon=True)
     thread.start()
@@ -387,7 +408,7 @@ def _follow(growing: Follower, stop: threading.Event, target, config, args, prog
             if now >= deadline:
                 deadline = now + args.flush_seconds
             if finishing:
-                return n_in, n_out, crc
+                return n_in, n_out, crc, failure[0] if failure else None  # (recorded before its stop was set)
     finally:
         stop.set()
         for s, handler in previous.items():

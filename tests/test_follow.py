@@ -335,3 +335,40 @@ def test_publish_follow_through_rotation(tmp_path, kind):
         assert positions == sorted(set(positions))  # conditional appends, none retried or repeated
     finally:
         server.close()
+
+
+def test_a_followed_file_that_can_no_longer_be_read_ends_the_output_cleanly_then_is_reported(tmp_path):
+    """A read error in the follower stops the follow as a signal does: what was read is coded, the output gets its
+    end record and decodes, and the command then fails naming the error (it does not go on compressing nothing)."""
+    import argparse
+    from seqd.cli import compress
+    from seqd.core import container
+
+    def growing():
+        yield b"line one\n"
+        yield b"line two\n"
+        raise PermissionError(13, "Permission denied")
+
+    class Collect:
+        def __init__(self):
+            self.parts = []
+
+        def write(self, data):
+            self.parts.append(data)
+
+        def sync(self):
+            pass
+
+    class Quiet:
+        def show(self, done_in, done_out):
+            pass
+
+    config = container.default_config()
+    out = Collect()
+    header = container.Header(config, container.DEFAULT_BLOCK_SIZE, container.build_info())
+    out.write(header.to_bytes())
+    args = argparse.Namespace(flush_seconds=0.2, block_size=container.DEFAULT_BLOCK_SIZE)
+    n_in, _, crc, failure = compress._follow(growing(), threading.Event(), out, config, args, Quiet())
+    out.write(container.end_record(n_in, crc))
+    assert isinstance(failure, PermissionError) and n_in == 18
+    assert container.decompress(b"".join(out.parts)) == b"line one\nline two\n"
