@@ -86,7 +86,7 @@ def verbose_line(mode: str, r: FileReport, replaced: bool) -> str:
     """``-v``'s line for one successful file, as gzip's ``-v`` reports it (``replaced``: the input was removed)."""
     rate = f"{r.bits_per_byte:.3f} bits/byte" if r.bits_per_byte is not None else "empty"
     if mode == "test":
-        return f"{r.input}: OK ({r.bytes_out} bytes, {r.blocks} blocks, {rate})"
+        return f"{r.input}: OK ({r.bytes_out} bytes, {r.blocks} block{'' if r.blocks == 1 else 's'}, {rate})"
     if r.output in (None, "-"):
         return f"{r.input}: {rate}"
     return f"{r.input}: {rate} -- {'replaced with' if replaced else 'created'} {r.output}"

@@ -143,3 +143,16 @@ def test_out_of_disk_is_a_clear_error(tmp_path, capsys):
     assert code.returncode == 1
     assert code.stderr.startswith(b"seqd compress: standard output: No space left on device (free some space")
     assert code.stderr.count(b"\n") == 1
+
+
+def test_verbose_test_names_each_file_its_size_and_blocks(tmp_path, capsys):
+    one, two = tmp_path / "one.log", tmp_path / "two.log"
+    one.write_bytes(b"a short log line\n" * 20)
+    two.write_bytes(b"another log line\n" * 300)
+    assert main(["compress", "-q", str(one)]) == 0
+    assert main(["compress", "-q", "--block-size", "2K", str(two)]) == 0
+    capsys.readouterr()
+    assert main(["decompress", "-t", "-v", str(one) + ".sqd", str(two) + ".sqd"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith(f"{one}.sqd: OK (340 bytes, 1 block, ")
+    assert lines[1].startswith(f"{two}.sqd: OK (5100 bytes, 3 blocks, ")
