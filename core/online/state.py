@@ -20,12 +20,10 @@ from .config import F, H, OnlineConfig
 from .context import CTX_INTS, MATCH, MATCH_BUCKETS
 from .tables import table_array
 
-# positions in the `reals` array
-ETA_TAU, ETA_W, WINDOW_GAIN = 0, 1, 2
-REALS = 3
-# positions in the `counts` array
-SYMBOLS, ACTIVE, WINDOW_POS, WINDOWS, REJECTED, NONFINITE = 0, 1, 2, 3, 4, 5
-COUNTS = 6
+# positions in the `reals` array (REALS of them) and in the `counts` array (COUNTS of them)
+REALS, COUNTS = 3, 6
+ETA_TAU, ETA_W, WINDOW_GAIN = range(REALS)
+SYMBOLS, ACTIVE, WINDOW_POS, WINDOWS, REJECTED, NONFINITE = range(COUNTS)
 
 
 class OnlineState(NamedTuple):
@@ -96,38 +94,22 @@ def network(st, hyper, flags):
 
 
 def new_state(config: OnlineConfig) -> OnlineState:
-    """A learner that has seen nothing: only the escape symbol is active."""
-    N, D, A, K = config.units, config.slots, config.alphabet_cap, config.window
-    rng = np.random.default_rng([config.seed, 0x5EED])
-    inputs = random_graph(N, config.degree, rng)
-    state = OnlineState(
-        inputs=inputs,
-        code_of=np.zeros(A, dtype=np.int64),
-        symbol_of=np.full(A + 1, -1, dtype=np.int64),
-        w=np.zeros((N + 1, A + 1)),
-        tau=np.zeros((A + 1, N + 1, D)),
-        h0=np.zeros((N + 1, A + 1)),
-        hd=np.full((N + 1, A + 1), config.writing_prior, dtype=np.float64),
-        metric=np.zeros((A + 1, N + 1, D, D)),
-        block_updates=np.zeros((A + 1, N + 1), dtype=np.int64),
-        V=np.zeros((K + 2, N + 1)),
-        a=np.zeros((K + 2, N + 1)),
-        pi=np.zeros((K + 1, A + 1)),
-        x=np.zeros(K + 1, dtype=np.int64),
-        targets=np.zeros(K + 1, dtype=np.int64),
-        B=np.zeros((K + 2, N + 1)),
-        m=np.zeros((K + 2, N + 1)),
-        G=np.zeros((A + 1, N + 1, D)),
-        step=np.zeros((A + 1, N + 1, D)),
-        scratch=np.zeros((5, max(N + 1, A + 1, K + 1, 2 * D))),
-        touched=np.zeros(K + 1, dtype=np.int64),
-        trial_V=np.zeros((K + 2, N + 1)),
-        trial_a=np.zeros((K + 2, N + 1)),
-        saved_tau=np.zeros((A + 1, N + 1, D)),
-        reals=np.zeros(REALS),
-        counts=np.zeros(COUNTS, dtype=np.int64),
-        **_context_arrays(config),
-    )
+    """A learner that has seen nothing: only the escape symbol is active.
+
+    Every array is allocated from :func:`state_shapes` (zeroed; from 2 MiB up
+    on huge pages, ``tables.py``), then the few that do not start at zero are
+    filled.
+    """
+    N = config.units
+    state = OnlineState(**{name: table_array(shape, dtype) for name, (shape, dtype) in state_shapes(config).items()})
+    state.inputs[...] = random_graph(N, config.degree, np.random.default_rng([config.seed, 0x5EED]))
+    state.symbol_of[...] = -1
+    state.hd[...] = config.writing_prior
+    S = state.ctx_kind.shape[0]
+    if S:  # the context units: their (kind, order), initial weights and prior metric
+        state.ctx_kind[...] = config.sources
+        state.ctx_w[...] = config.context_weight
+        state.ctx_P[...] = np.eye(S) / config.context_prior
     state.reals[ETA_TAU] = 1.0 / max(N, 1) if config.transition_rate is None else config.transition_rate
     state.reals[ETA_W] = config.writing_rate
     # initial potentials V^0 = s^-1(beta_j / alpha) (seed 000 §2) for the GLNN; 0 for the GNN
@@ -140,12 +122,9 @@ def new_state(config: OnlineConfig) -> OnlineState:
 
 
 def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-    """The (shape, dtype) of every array of :func:`new_state`'s state, computed without allocating any.
-
-    A reader of an untrusted file sizes a model's memory from its settings
-    before building it (``core/limits.py``); ``tests/test_hostile.py`` holds
-    this to the arrays that :func:`new_state` makes.
-    """
+    """The (shape, dtype) of every array of the state, computed without allocating any: what
+    :func:`new_state` allocates, and what a reader of an untrusted file sizes a model's memory from before
+    building it (``core/limits.py``)."""
     N, D, A, K = config.units, config.slots, config.alphabet_cap, config.window
     S, E = len(config.sources), config.context_entries
     hashed = S > 0
@@ -177,38 +156,3 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
 def state_nbytes(config: OnlineConfig) -> int:
     """The bytes of a learner's state for ``config`` (``OnlineLearner.state_bytes``), without allocating it."""
     return sum(math.prod(shape) * dtype.itemsize for shape, dtype in state_shapes(config).values())
-
-
-def _context_arrays(config: OnlineConfig) -> dict:
-    sources = config.sources
-    S, A, K, E = len(sources), config.alphabet_cap, config.window, config.context_entries
-    hashed = S > 0
-    T = 1 << config.context_bits if hashed else 0
-    H = 1 << config.history_bits if hashed else 0
-    matching = any(kind == MATCH for kind, _ in sources)
-    SH = S - int(matching)  # the match source comes last and has no table
-    return dict(
-        ctx_kind=np.array(sources, dtype=np.int64).reshape(S, 2),
-        ctx_w=np.full((S, A + 1), config.context_weight, dtype=np.float64),
-        ctx_P=np.broadcast_to(np.eye(S) / config.context_prior, (A + 1, S, S)).copy(),
-        ctx_updates=np.zeros(A + 1 if S else 0, dtype=np.int64),
-        ctx_updated=np.zeros(A + 1 if S else 0, dtype=np.int64),
-        ctx_work=np.zeros((4, 2 * S)),
-        ctx_tag=table_array((SH, T), dtype=np.uint32),
-        ctx_sym=table_array((SH, T, E), dtype=np.uint16),
-        ctx_cnt=table_array((SH, T, E), dtype=np.uint16),
-        ctx_slot=np.zeros(S, dtype=np.int64),
-        ctx_found=np.zeros(S, dtype=np.int64),
-        ctx_want=np.zeros(S, dtype=np.uint32),
-        ctx_int=np.zeros(CTX_INTS, dtype=np.int64),
-        order0=np.zeros(A if hashed else 0, dtype=np.int64),
-        hist=table_array(H, dtype=np.uint16),
-        match_table=table_array(1 << config.match_bits if matching else 0, dtype=np.int64),
-        match_stats=np.zeros((2, MATCH_BUCKETS), dtype=np.int64),
-        feat=np.zeros((S, A + 1)),
-        feat_nz=np.zeros((S * E + S, 2), dtype=np.int64),
-        offset=np.zeros((K + 1, A + 1)),
-        acc=np.zeros(A if hashed else 0),
-        acc_mark=np.zeros(A if hashed else 0, dtype=np.int64),
-        acc_list=np.zeros(S * E, dtype=np.int64),
-    )

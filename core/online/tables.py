@@ -17,7 +17,8 @@ HUGE_PAGE = 2 << 20  # bytes in a transparent huge page (x86-64; arm64 with 4 Ki
 
 
 def table_array(shape, dtype) -> np.ndarray:
-    """A zeroed array for a context table: megabytes, read and written at random places.
+    """A zeroed array of the learner's state, made for the context tables: megabytes, read and written at
+    random places.
 
     From :data:`HUGE_PAGE` bytes up, the array gets a private anonymous
     mapping of its own, aligned to a huge page and advised ``MADV_HUGEPAGE``.
