@@ -210,9 +210,9 @@ def _drivers():
     @kernel
     def predict_and_evolve(st, hyper, symbols, with_writing):
         width = st.counts[ACTIVE] + 1
-        net = Network(st.inputs, st.tau, st.tau[0, :0, 0:0], hyper[H.leak], True, TANH)  # OnlineConfig() is tanh
+        net = Network(st.inputs, st.tau, st.tau[0, :0, 0:0], hyper[H.leak], True, TANH, st.numerics)  # OnlineConfig() is tanh
         for t in range(symbols.shape[0]):
-            softmax_into(st.a[0], st.w[:, :width], st.pi[0, :width])
+            softmax_into(st.a[0], st.w[:, :width], st.pi[0, :width], st.numerics)
             code = st.code_of[symbols[t]]
             if with_writing:
                 writing_update(st, hyper, st.a[0], st.pi[0], code, 0, width)

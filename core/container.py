@@ -29,7 +29,8 @@ from .online import OnlineConfig, OnlineLearner
 from .online.codec import decode_symbols, encode_symbols, freq_buffer, max_encoded_bytes
 
 MAGIC = b"\x89SQD\r\n\x1a\n"  # non-ASCII first byte and CR LF / ^Z / LF catch text-mode mangling, as PNG's does
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 1: exp/log/tanh from the C library; 2: seqd's own (docs/format.md)
+OLDEST_FORMAT = 1  # every version from here to FORMAT_VERSION decodes (tests/corpus)
 DEFAULT_BLOCK_SIZE = 4 << 20
 MAX_BLOCK_SIZE = 1 << 30
 MAX_HEADER_JSON = 1 << 20  # bytes of the header's JSON text
@@ -52,10 +53,11 @@ PRESETS = {
         "max_transition_rate": 1.0, "method": "rbpm", "metric_discount": 0.0009765625, "metric_prior": 1.0,
         "model": "glnn", "rate_growth": 1.1, "rate_shrink": 0.5, "seed": 0, "transition_rate": None, "units": 4,
         "window": 16, "word_context": True, "writing_discount": 0.000244140625, "writing_prior": 1.0,
-        "writing_rate": 1.0,
+        "writing_rate": 1.0, "numerics": "libm",  # format 1 had no numerics setting: it used the C library's
     },
 }
-PRESET = "bytes-1"
+PRESETS["bytes-2"] = {**PRESETS["bytes-1"], "numerics": "ieee"}  # bytes-1 with seqd's own exp/log/tanh
+PRESET = "bytes-2"
 
 
 class FormatError(ValueError):
@@ -105,6 +107,9 @@ class BlockEncoder:
 
     def __init__(self, config: OnlineConfig):
         check_config(config)  # alphabet_cap 256, and every setting a reader accepts (core/limits.py)
+        if config.numerics != "ieee":
+            raise ValueError(f"seqd writes format {FORMAT_VERSION}, coded with numerics 'ieee' only "
+                             f"(got {config.numerics!r}; 'libm' exists to decode format 1)")
         self.config = config
         self.learner: OnlineLearner | None = None
         self._freq = freq_buffer(config.alphabet_cap)
@@ -191,6 +196,8 @@ def read_header(reader: BinaryIO) -> Header:
     _, version, _, hlen = _HEAD.unpack(head)
     if version > FORMAT_VERSION:
         raise FormatError(f"format version {version} is newer than this seqd reads ({FORMAT_VERSION}): upgrade seqd")
+    if version < OLDEST_FORMAT:
+        raise FormatError(f"damaged header (format version {version} does not exist)")
     if hlen > MAX_HEADER_JSON:
         raise FormatError(f"damaged header (implausible length: {hlen} bytes of settings)")
     body = _read_exact(reader, hlen, "the header", _HEAD.size)
@@ -202,6 +209,7 @@ def read_header(reader: BinaryIO) -> Header:
         if meta["preset"] not in PRESETS:
             raise FormatError(f"model preset {meta['preset'][:40]!r} is newer than this seqd knows: upgrade seqd")
         config = check_settings({**PRESETS[meta["preset"]], **meta["config"]})
+        _check_numerics(version, config.numerics)
         block_size = meta["block_size"]
         check_block_size(block_size)
     except FormatError:
@@ -209,6 +217,12 @@ def read_header(reader: BinaryIO) -> Header:
     except (ValueError, TypeError, KeyError) as exc:
         raise FormatError(f"damaged header: {exc}") from None
     return Header(config, block_size, meta.get("build", ""), _HEAD.size + hlen + 4)
+
+
+def _check_numerics(version: int, numerics: str) -> None:
+    """Format 1 was coded with the C library's exp/log/tanh, every later format with seqd's own."""
+    if numerics != ("libm" if version == 1 else "ieee"):
+        raise FormatError(f"damaged header (format {version} files are not coded with numerics {numerics!r})")
 
 
 def read_records(reader: BinaryIO, header: Header, offset: int) -> Iterator[Block | End]:

@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from .jit import kernel
+from .kernels.elementary import atanh
 
 ALPHA = 0.5  # eq. (33) / (76): tau_jjy = -alpha
 INPUT_SCALE = 0.25  # eq. (79): epsilon = mu_j / 4
@@ -60,19 +61,22 @@ def logistic_transition(self_loop, bias):
     return 4.0 * self_loop, 2.0 * (bias - self_loop)
 
 
-def initial_potentials(leak: float, units: int) -> np.ndarray:
+def initial_potentials(leak: float, units: int, numerics: str = "ieee") -> np.ndarray:
     """V_j^0 for j = 1..N in tanh coordinates: arctanh(beta_j / alpha) for the GLNN, 0 otherwise.
 
-    NumPy's ``arctanh`` on the whole vector: the C library's ``atanh``, which
-    the kernels would call, differs from it in the last bit for some j, and
-    V^0 is in every snapshot and every compressed stream.
+    V^0 is in every snapshot and every compressed stream, so its arctanh is
+    seqd's own (``kernels.elementary.atanh``, the same bits everywhere); with
+    ``numerics="libm"`` (format 1 files) it is NumPy's ``arctanh`` on the
+    whole vector, as those files were written.
     """
     if leak == 0.0:
         return np.zeros(units)
     j = np.arange(1, units + 1)
     mu = 1.0 / (j + 1.0)
     beta = -np.sqrt(ALPHA * (ALPHA - mu))
-    return np.arctanh(beta / ALPHA)
+    if numerics == "libm":
+        return np.arctanh(beta / ALPHA)
+    return np.array([atanh(float(y)) for y in beta / ALPHA])
 
 
 def logistic_potentials(v0: np.ndarray) -> np.ndarray:

@@ -68,6 +68,7 @@ CHOICES = {
     "model": ("glnn", "gnn"),
     "activation": ("tanh", "logistic"),
     "method": ("rbpm", "ruop", "qdrbpm", "qdruop"),
+    "numerics": ("ieee", "libm"),  # the container takes "libm" from format 1 files only (container.read_header)
 }
 BOOLS = ("column_context", "word_context")
 NULLABLE = ("transition_rate",)

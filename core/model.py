@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .initialization import initial_potentials, unit_transition
+from .kernels.elementary import IEEE, numerics_marker
 from .kernels.network import Network
 
 MODELS = ("glnn", "gnn", "rnn")
@@ -109,7 +110,7 @@ class Params:
 def network(spec: ModelSpec, params: Params) -> Network:
     """The kernels' view of a model's evolution: graph, transition and input weights, and the model's flags."""
     return Network(params.inputs, params.transition_weights, params.input_weights, spec.leak, spec.gated,
-                   spec.activation_code)
+                   spec.activation_code, numerics_marker(IEEE))
 
 
 def random_graph(units: int, degree: int, rng: np.random.Generator) -> np.ndarray:

@@ -6,6 +6,7 @@ import numpy as np
 
 from naive import Case
 from seqd.core.kernels.backward import Backprop, Scored, backward
+from seqd.core.kernels.elementary import IEEE, numerics_marker
 from seqd.core.kernels.forward import allocate, forward
 from seqd.core.kernels.network import Network
 from seqd.core.kernels.transition import TransitionSums, accumulate_transition
@@ -13,7 +14,8 @@ from seqd.core.kernels.writing import accumulate_writing
 
 
 def k_network(c: Case, tau=None, rho=None) -> Network:
-    return Network(c.inputs, c.tau if tau is None else tau, c.rho if rho is None else rho, c.leak, c.gated, c.act_code)
+    return Network(c.inputs, c.tau if tau is None else tau, c.rho if rho is None else rho, c.leak, c.gated, c.act_code,
+                   numerics_marker(IEEE))
 
 
 def k_forward(c: Case):

@@ -75,6 +75,13 @@ def with_settings(packed: bytes, **settings) -> bytes:
     return with_meta(packed, meta)
 
 
+def with_version(packed: bytes, version: int) -> bytes:
+    """``packed`` claiming format ``version``, its header CRC recomputed."""
+    meta, _ = split(packed)
+    relabelled = packed[:8] + struct.pack("<H", version) + packed[10:]
+    return with_meta(relabelled, meta)
+
+
 def block_offsets(packed: bytes) -> list[int]:
     reader = io.BytesIO(packed)
     header = container.read_header(reader)
@@ -137,6 +144,17 @@ def test_a_chain_of_continues_blocks_holds_at_most_a_block_size(small_file):
     offsets = block_offsets(small_file)
     chained = with_record_field(small_file, offsets[1], 0, container.CONTINUES)
     assert refused(chained, "block 1 .* not valid")
+
+
+def test_numerics_must_be_the_formats(small_file):
+    """Format 1 was coded with the C library's exp/log/tanh, format 2 with seqd's own: a header that says
+    otherwise is damaged, and the writer writes 'ieee' only."""
+    refused(with_settings(small_file, numerics="libm"), "format 2 files are not coded with numerics 'libm'")
+    refused(with_version(small_file, 1), "format 1 files are not coded with numerics 'ieee'")
+    refused(with_version(small_file, 0), "format version 0 does not exist")
+    refused(with_version(small_file, 3), "format version 3 is newer than this seqd reads")
+    with pytest.raises(ValueError, match="numerics 'ieee' only"):
+        compress(LINES, SMALL.__class__.bytes_default(numerics="libm"))
 
 
 def test_unknown_keys_are_refused(small_file):

@@ -245,7 +245,7 @@ def _window_problem(seed, method, model="glnn", activation="tanh", escape=False)
     st.V[0, 0] = 0.0
     st.a[0] = _act(st.V[0], activation)
     st.a[0, 0] = 1.0
-    net = Network(st.inputs, st.tau, np.zeros((0, 0)), hyper[H.leak], True, flags[F.activation_code])
+    net = Network(st.inputs, st.tau, np.zeros((0, 0)), hyper[H.leak], True, flags[F.activation_code], st.numerics)
     for k in range(K + 1):
         evolve_into(net, st.V[k], st.a[k], st.x[k], st.V[k + 1], st.a[k + 1])
     return cfg, st, hyper, flags, width
@@ -259,7 +259,7 @@ def _batch_window(cfg, st, hyper, flags, width):
     targets = st.targets.copy()
     w = np.ascontiguousarray(st.w[:, :width])
     V, a, pi = allocate(K + 1, N1 - 1, width)
-    net = Network(st.inputs, st.tau, np.zeros((1, N1)), hyper[H.leak], True, flags[F.activation_code])
+    net = Network(st.inputs, st.tau, np.zeros((1, N1)), hyper[H.leak], True, flags[F.activation_code], st.numerics)
     forward(net, x, np.ones(K + 1), w, st.V[0].copy(), V, a, pi)
     chi = np.ones(K + 1)
     chi[0] = 0.0  # output 0 comes before the window's transitions
@@ -302,7 +302,7 @@ def test_window_gradient_equals_batch_gradient(model, activation, method, escape
     # transition K (reading x[K]) sees B^{K+1} = 0: it contributes nothing in batch either
     G_last = np.zeros_like(G)
     N1 = st.inputs.shape[0]
-    net = Network(st.inputs, st.tau, np.zeros((1, N1)), hyper[H.leak], True, flags[F.activation_code])
+    net = Network(st.inputs, st.tau, np.zeros((1, N1)), hyper[H.leak], True, flags[F.activation_code], st.numerics)
     accumulate_transition(net, st.x[K:K + 1].copy(), a[K:K + 2].copy(), Backprop(B[K:K + 2].copy(), m[K:K + 2].copy()),
                           False, TransitionSums(G_last, np.zeros((0, N1)), np.zeros_like(st.metric), np.zeros((0, N1))))
     assert np.all(G_last == 0.0)

@@ -41,3 +41,27 @@ def test_derived_settings_are_what_the_kernels_expect():
     assert flags[F.modulus] == RUOP and flags[F.quasi_diagonal] == 1
     assert flags[F.symbol_seed] == -5 & 0x7FFFFFFFFFFFFFFF > 0
     assert hyper[H.writing_discount] == 0.011 and flags[F.window] == 7 and flags[F.alphabet_cap] == 200
+
+
+def test_a_version_1_snapshot_restores_with_seqd_numerics():
+    """Learner snapshots before numerics existed (version 1) restore and continue with 'ieee' numerics."""
+    import json
+    import struct
+    import zlib
+
+    from seqd.core.online import OnlineConfig, OnlineLearner
+    from seqd.core.online import snapshot as snap
+
+    learner = OnlineLearner(OnlineConfig(units=3, degree=2, alphabet_cap=8, window=4))
+    learner.learn([1, 2, 3, 1, 2, 3, 4])
+    data = learner.to_bytes()
+    magic, _, hlen = snap._HEADER.unpack_from(data)
+    meta = json.loads(data[snap._HEADER.size:snap._HEADER.size + hlen])
+    assert meta["arrays"][-1][0] == "numerics" and meta["arrays"][-1][2] == [0]  # an empty array: no bytes
+    del meta["config"]["numerics"]
+    meta["arrays"] = meta["arrays"][:-1]
+    header = json.dumps(meta, sort_keys=True).encode()
+    body = snap._HEADER.pack(magic, 1, len(header)) + header + data[snap._HEADER.size + hlen:-4]
+    config, state = snap.from_bytes(body + struct.pack("<I", zlib.crc32(body)))
+    assert config.numerics == "ieee" and state.numerics.dtype == np.float64
+    np.testing.assert_array_equal(state.w, learner.state.w)

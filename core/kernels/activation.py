@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import math
-
 from ..jit import inline_kernel
+from .elementary import logistic_of, tanh_of
 
 TANH = 0
 LOGISTIC = 1
 
 
 @inline_kernel
-def activate(v, activation):
-    """s(v)."""
+def activate(v, activation, numerics):
+    """s(v), computed under ``numerics`` (``elementary.py``)."""
     if activation == TANH:
-        return math.tanh(v)
-    return 1.0 / (1.0 + math.exp(-v))
+        return tanh_of(numerics, v)
+    return logistic_of(numerics, v)
 
 
 @inline_kernel

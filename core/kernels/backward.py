@@ -56,7 +56,7 @@ def backward(net, seq, w, a, pi, modulus, out, scratch):
 
     RUOP modulus (eq. 23): m_i^t = (B_i^t)^2.
     """
-    inputs, tau, _, leak, gated, activation = net
+    inputs, tau, _, leak, gated, activation, _ = net
     x, targets, chi = seq
     B, m = out
     T = x.shape[0]

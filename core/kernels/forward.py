@@ -8,26 +8,27 @@ import numpy as np
 
 from ..jit import inline_kernel, kernel
 from .activation import activate
+from .elementary import exp_of, log_of
 
 
 @kernel
-def softmax_into(a_t, w, out):
-    """out[y] = pi(y) = softmax_y(sum_i a_i w_iy), eq. (6). Returns nothing."""
+def softmax_into(a_t, w, out, numerics):
+    """out[y] = pi(y) = softmax_y(sum_i a_i w_iy), eq. (6), exp under ``numerics``. Returns nothing."""
     for y in range(w.shape[1]):
         out[y] = 0.0
-    _vote_and_normalize(a_t, w, out)
+    _vote_and_normalize(a_t, w, out, numerics)
 
 
 @kernel
-def softmax_offset_into(a_t, w, offset, out):
+def softmax_offset_into(a_t, w, offset, out, numerics):
     """out[y] = softmax_y(offset_y + sum_i a_i w_iy): eq. (6) with votes from outside the network."""
     for y in range(w.shape[1]):
         out[y] = offset[y]
-    _vote_and_normalize(a_t, w, out)
+    _vote_and_normalize(a_t, w, out, numerics)
 
 
 @inline_kernel
-def _vote_and_normalize(a_t, w, out):
+def _vote_and_normalize(a_t, w, out, numerics):
     A = w.shape[1]
     for i in range(w.shape[0]):
         ai = a_t[i]
@@ -40,7 +41,7 @@ def _vote_and_normalize(a_t, w, out):
             top = out[y]
     total = 0.0
     for y in range(A):
-        out[y] = math.exp(out[y] - top)
+        out[y] = exp_of(numerics, out[y] - top)
         total += out[y]
     for y in range(A):
         out[y] /= total
@@ -49,7 +50,7 @@ def _vote_and_normalize(a_t, w, out):
 @kernel
 def evolve_into(net, v_t, a_t, x_t, v_next, a_next):
     """One transition of ``net`` (a ``network.Network``): V^{t+1} from V^t, a^t and the symbol x_t (eqs. 8, 10, 13)."""
-    inputs, tau, rho, leak, gated, activation = net
+    inputs, tau, rho, leak, gated, activation, numerics = net
     N1, D = inputs.shape
     sym = x_t if gated else 0
     a_next[0] = 1.0
@@ -61,7 +62,7 @@ def evolve_into(net, v_t, a_t, x_t, v_next, a_next):
         for k in range(D):
             acc += tau[sym, j, k] * a_t[inputs[j, k]]
         v_next[j] = acc
-        a_next[j] = activate(acc, activation)
+        a_next[j] = activate(acc, activation, numerics)
 
 
 @kernel
@@ -77,12 +78,12 @@ def forward(net, x, chi, w, v0, V, a, pi):
     V[0, 0] = 0.0
     a[0, 0] = 1.0
     for j in range(1, V.shape[1]):
-        a[0, j] = activate(V[0, j], net.activation)
+        a[0, j] = activate(V[0, j], net.activation, net.numerics)
     loglik = 0.0
     for t in range(T):
-        softmax_into(a[t], w, pi[t])
+        softmax_into(a[t], w, pi[t], net.numerics)
         if chi[t] != 0.0:
-            loglik += chi[t] * math.log(pi[t, x[t]])
+            loglik += chi[t] * log_of(net.numerics, pi[t, x[t]])
         evolve_into(net, V[t], a[t], x[t], V[t + 1], a[t + 1])
     return loglik
 

@@ -23,3 +23,4 @@ class Network(NamedTuple):
     leak: float  # 1 for the GLNN (eq. 13), 0 otherwise
     gated: bool  # transition weights indexed by the current symbol (GLNN, GNN)
     activation: int  # kernels.activation.TANH or LOGISTIC
+    numerics: np.ndarray  # the empty marker array of elementary.numerics_marker: which exp/log/tanh

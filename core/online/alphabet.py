@@ -11,11 +11,10 @@ retired (``steps.learn_step``).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..jit import kernel
+from ..kernels.elementary import log_of
 from ..initialization import logistic_transition, unit_transition
 from .config import F, H
 from .state import ACTIVE
@@ -60,7 +59,7 @@ def activate_symbol(st, hyper, flags, symbol):
         st.w[i, code] = 0.0
         st.h0[i, code] = 0.0
         st.hd[i, code] = hyper[H.writing_prior]
-    st.w[0, code] = st.w[0, 0] - math.log(cap - n)
+    st.w[0, code] = st.w[0, 0] - log_of(st.numerics, float(cap - n))
     S = st.ctx_w.shape[0]
     for s in range(S):
         st.ctx_w[s, code] = hyper[H.context_weight]

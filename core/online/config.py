@@ -19,6 +19,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from ..kernels.backward import RBPM, RUOP
+from ..kernels.elementary import NUMERICS
 from ..model import ACTIVATIONS
 from .context import COLUMN, MATCH, ORDER, WORD
 
@@ -97,6 +98,9 @@ class OnlineConfig:
     match_bits: int = 18  # log2 of the match model's hash table
     context_weight: float = 0.3  # initial context weight, and the centre of its prior
     context_prior: float = 10.0  # prior mass kept in the context weights' metric (lambda_w for them)
+    # exp/log/tanh: "ieee", seqd's own (kernels/elementary.py), the same bits on every machine; "libm", the
+    # C library's, which only format 1 .sqd files need (docs/format.md)
+    numerics: str = "ieee"
 
     @classmethod
     def bytes_default(cls, **overrides) -> "OnlineConfig":
@@ -134,6 +138,8 @@ class OnlineConfig:
             raise ValueError(f"online model must be 'glnn' or 'gnn' (gated, per-symbol metric blocks), got {self.model!r}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        if self.numerics not in NUMERICS:
+            raise ValueError(f"numerics must be one of {tuple(NUMERICS)}, got {self.numerics!r}")
         if self.method not in ("rbpm", "ruop", "qdrbpm", "qdruop"):
             raise ValueError(f"online method must be rbpm, ruop, qdrbpm or qdruop, got {self.method!r}")
         if self.units == 0 and not self.sources:

@@ -55,6 +55,7 @@ import math
 import numpy as np
 
 from ..jit import inline_kernel, kernel
+from ..kernels.elementary import log1p_of, log_of
 
 # source kinds (OnlineState.ctx_kind[s, 0]; ctx_kind[s, 1] is the order for ORDER)
 ORDER, COLUMN, WORD, MATCH = 0, 1, 2, 3
@@ -209,7 +210,7 @@ def features(st, cap, bits, offset, width):
                 b = _match_bucket(length)
                 hits = st.match_stats[0, b]
                 tries = st.match_stats[1, b]
-                _add_feature(st, s, st.code_of[predicted], math.log((hits + 0.5) / (tries - hits + 0.5)))
+                _add_feature(st, s, st.code_of[predicted], log_of(st.numerics, (hits + 0.5) / (tries - hits + 0.5)))
             continue
         if st.ctx_found[s] == 0:
             continue
@@ -229,7 +230,7 @@ def features(st, cap, bits, offset, width):
                 if c > 0:
                     y = np.int64(st.ctx_sym[s, slot, e])
                     below = scale * _order0(st, y, cap) + st.acc[y]
-                    _add_feature(st, s, st.code_of[y], math.log(1.0 + c / (u * below)))
+                    _add_feature(st, s, st.code_of[y], log1p_of(st.numerics, c / (u * below)))
             lam = u / (n + u)
             scale *= lam
             for q in range(n_list):
@@ -248,7 +249,7 @@ def features(st, cap, bits, offset, width):
                 c = np.int64(st.ctx_cnt[s, slot, e])
                 if c > 0:
                     y = np.int64(st.ctx_sym[s, slot, e])
-                    _add_feature(st, s, st.code_of[y], math.log(1.0 + c / (u * _order0(st, y, cap))))
+                    _add_feature(st, s, st.code_of[y], log1p_of(st.numerics, c / (u * _order0(st, y, cap))))
     for q in range(n_list):
         y = st.acc_list[q]
         st.acc[y] = 0.0

@@ -17,13 +17,14 @@ from dataclasses import asdict
 
 import numpy as np
 
+from ..kernels.elementary import numerics_marker
 from .config import OnlineConfig
 from .context import LINE_START, MATCH_LEN, MATCH_PTR, NNZ, ORDER0_TOTAL, POS, PREV_LINE_LEN, PREV_LINE_START
 from .state import ACTIVE, WINDOW_POS, OnlineState, new_state
 from .tables import owned_copy
 
 FORMAT_MAGIC = b"SEQDLRN\x00"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2 adds the numerics marker array (version 1 snapshots restore with 'ieee')
 
 _HEADER = struct.Struct("<8sII")  # magic, version, header length
 
@@ -86,6 +87,8 @@ def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
             raise ValueError("learner snapshot is truncated")
         arrays[name] = np.frombuffer(data, dtype=dt, count=int(np.prod(shape)), offset=offset).reshape(shape)
         offset += n
+    if version == 1 and "numerics" not in arrays:  # before numerics existed: seqd's own from now on
+        arrays["numerics"] = numerics_marker(config.numerics)
     if set(arrays) != set(OnlineState._fields):
         raise ValueError("learner snapshot does not hold the expected arrays")
     state = OnlineState(**{name: owned_copy(arrays[name]) for name in OnlineState._fields})

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..initialization import initial_potentials, logistic_potentials
 from ..jit import inline_kernel
+from ..kernels.elementary import NUMERICS, atanh, logistic, tanh
 from ..kernels.network import Network
 from ..model import random_graph
 from .config import F, H, OnlineConfig
@@ -85,12 +86,13 @@ class OnlineState(NamedTuple):
     acc: np.ndarray  # (A,) work: the chain's sparse part
     acc_mark: np.ndarray  # (A,) int64 work
     acc_list: np.ndarray  # (S*E,) int64 work
+    numerics: np.ndarray  # (0,): its dtype picks the exp/log/tanh every kernel compiles (kernels/elementary.py)
 
 
 @inline_kernel
 def network(st, hyper, flags):
     """The learner's network as the shared kernels read it: gated, no input weights (``kernels.network``)."""
-    return Network(st.inputs, st.tau, st.tau[0, :0, 0:0], hyper[H.leak], True, flags[F.activation_code])
+    return Network(st.inputs, st.tau, st.tau[0, :0, 0:0], hyper[H.leak], True, flags[F.activation_code], st.numerics)
 
 
 def new_state(config: OnlineConfig) -> OnlineState:
@@ -113,11 +115,15 @@ def new_state(config: OnlineConfig) -> OnlineState:
     state.reals[ETA_TAU] = 1.0 / max(N, 1) if config.transition_rate is None else config.transition_rate
     state.reals[ETA_W] = config.writing_rate
     # initial potentials V^0 = s^-1(beta_j / alpha) (seed 000 §2) for the GLNN; 0 for the GNN
-    v0 = initial_potentials(config.leak, N)
+    v0 = initial_potentials(config.leak, N, config.numerics)
     state.V[0, 1:] = logistic_potentials(v0) if config.activation == "logistic" else v0
     state.a[0, 0] = 1.0
-    act = np.tanh if config.activation == "tanh" else (lambda v: 1.0 / (1.0 + np.exp(-v)))
-    state.a[0, 1:] = act(state.V[0, 1:])
+    if config.numerics == "libm":  # format 1's initial activities: NumPy's functions
+        act = np.tanh if config.activation == "tanh" else (lambda v: 1.0 / (1.0 + np.exp(-v)))
+        state.a[0, 1:] = act(state.V[0, 1:])
+    else:
+        act = tanh if config.activation == "tanh" else logistic
+        state.a[0, 1:] = [act(float(v)) for v in state.V[0, 1:]]
     return state
 
 
@@ -148,7 +154,7 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
         hist=((H,), u16), match_table=((1 << config.match_bits if matching else 0,), i),
         match_stats=((2, MATCH_BUCKETS), i), feat=((S, A + 1), f), feat_nz=((S * E + S, 2), i),
         offset=((K + 1, A + 1), f), acc=((A if hashed else 0,), f), acc_mark=((A if hashed else 0,), i),
-        acc_list=((S * E,), i),
+        acc_list=((S * E,), i), numerics=((0,), np.dtype(NUMERICS[config.numerics])),
     )
     return {name: shapes[name] for name in OnlineState._fields}
 

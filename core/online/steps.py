@@ -14,9 +14,8 @@ Per symbol x_t:
 
 from __future__ import annotations
 
-import math
-
 from ..jit import kernel
+from ..kernels.elementary import log2_of
 from ..kernels.forward import evolve_into, softmax_offset_into
 from .alphabet import RETIRED_ESCAPE_BIAS, activate_symbol
 from .config import F
@@ -36,9 +35,9 @@ def learn_buffer(st, hyper, flags, symbols, bits):
         pi_t = st.pi[st.counts[WINDOW_POS]]
         code = st.code_of[symbol]
         if code == 0:  # first occurrence: scored on the escape, then named among the unseen
-            bits[t] = -math.log2(pi_t[0]) + math.log2(cap - st.counts[ACTIVE])
+            bits[t] = -log2_of(st.numerics, pi_t[0]) + log2_of(st.numerics, float(cap - st.counts[ACTIVE]))
         else:
-            bits[t] = -math.log2(pi_t[code])
+            bits[t] = -log2_of(st.numerics, pi_t[code])
         learn_step(st, hyper, flags, symbol)
 
 
@@ -52,7 +51,7 @@ def predict_step(st, flags):
     width = st.counts[ACTIVE] + 1
     if st.ctx_kind.shape[0] > 0:
         features(st, flags[F.alphabet_cap], flags[F.context_bits], st.offset[k], width)
-    softmax_offset_into(st.a[k], st.w[:, :width], st.offset[k], st.pi[k, :width])
+    softmax_offset_into(st.a[k], st.w[:, :width], st.offset[k], st.pi[k, :width], st.numerics)
     return width
 
 
@@ -108,5 +107,5 @@ def predict_into(st, flags, out):
     if st.ctx_kind.shape[0] > 0:
         features(st, flags[F.alphabet_cap], flags[F.context_bits], st.offset[k], width)
         clear_features(st)
-    softmax_offset_into(st.a[k], st.w[:, :width], st.offset[k], out[:width])
+    softmax_offset_into(st.a[k], st.w[:, :width], st.offset[k], out[:width], st.numerics)
     return width

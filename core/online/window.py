@@ -17,6 +17,7 @@ import math
 
 from ..jit import kernel
 from ..kernels.backward import Backprop, Scored, backward
+from ..kernels.elementary import log_of
 from ..kernels.forward import evolve_into, softmax_offset_into
 from .config import F, H
 from .metric_blocks import block_step, metric_contribution
@@ -35,8 +36,8 @@ def _window_loglik(st, a, width, K, pi):
     single = pi.shape[0] == 1
     for k in range(1, K + 1):
         row = pi[0, :width] if single else pi[k, :width]
-        softmax_offset_into(a[k], w, st.offset[k], row)
-        total += math.log(row[st.targets[k]])
+        softmax_offset_into(a[k], w, st.offset[k], row, st.numerics)
+        total += log_of(st.numerics, row[st.targets[k]])
     return total
 
 

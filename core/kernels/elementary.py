@@ -1,0 +1,310 @@
+"""exp, expm1, log, log1p, log2, tanh and the logistic function from +, -, x, / and comparisons alone.
+
+A ``.sqd`` file decodes only if the decoder repeats every floating-point
+operation of its encoder bit for bit.  IEEE 754 makes +, -, x, /, sqrt and
+conversions exact (correctly rounded) on every machine; it makes no such
+promise for ``exp`` or ``log``, and the C libraries differ in their last bits
+(glibc, musl, macOS, and one glibc release from the next).  So every function
+the learner's coding path needs is computed here, from basic operations in a
+fixed order, and is the same number on every machine, with any compiler that
+does not re-associate or contract (``jit.py``: no ``fastmath``; no
+fused multiply-add is formed from separate operations).  The same functions
+run as plain Python (``NUMBA_DISABLE_JIT=1``), with the same results, since
+Python's floats are IEEE doubles.
+
+Accuracy: within a few units in the last place of the correctly rounded
+result over the whole double range (``tests/test_elementary.py`` measures it
+against the C library and against exact rational arithmetic); learning needs
+far less, decoding needs only that it be the same everywhere.
+
+Methods (textbook argument reduction; every constant is written out or
+computed exactly at import):
+
+* exp / expm1: x = k ln2 + r with |r| <= ln2/2 (Cody and Waite: ln2 split in
+  two so that k * LN2_HI is exact), expm1(r) by its Taylor series to r^13/13!
+  (truncation below 2^-56 relative), then exp(x) = 2^k (1 + expm1(r)) and
+  expm1(x) = (2^k - 1) + 2^k expm1(r), with 2^k an exact table entry.
+* log: x = 2^e m with sqrt(2)/2 <= m < sqrt(2) found by exact scaling; with
+  f = m - 1 and s = f / (2 + f), log(1 + f) = 2 atanh(s)
+  = f - (f^2/2 - s (f^2/2 + R(s^2))), R the atanh series to s^21;
+  log x = e ln2 + log m with ln2 split as above.
+* log1p(x) = log(u) x / (u - 1) with u = 1 + x (exact when u - 1 = x; the
+  factor corrects the rounding of u otherwise).
+* tanh: 1 - 2 / (expm1(2|x|) + 2) for |x| >= 1, -t / (t + 2) with
+  t = expm1(-2|x|) below, the sign restored; logistic(v) = 1 / (1 + exp(-v)).
+
+The coding path chooses between these and the C library's functions (which
+format 1 files were written with) at compile time, through a marker array's
+dtype: see :func:`exp_of` and ``docs/format.md``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import types
+from numba.extending import overload
+
+from ..jit import inline_kernel, kernel
+
+INF = float("inf")
+LN2_HI = 6.93147180369123816490e-01  # ln 2 rounded to 32 significant bits: k * LN2_HI is exact for |k| < 2^20
+LN2_LO = 1.90821492927058770002e-10  # ln 2 - LN2_HI
+INV_LN2 = 1.44269504088896338700e+00  # 1 / ln 2
+HALF_LN2 = 0.34657359027997264  # ln2 / 2
+SQRT2 = 1.4142135623730951
+EXP_MAX = 709.782712893384  # above: exp overflows
+EXP_MIN = -745.1332191019412  # below: exp is 0
+TINY = 2.2250738585072014e-308  # the smallest normal double
+
+# 2^k for k = -1074 .. 1023, each exact (ldexp only moves the exponent); POW2[k + POW2_BIAS] = 2^k
+POW2_BIAS = 1074
+POW2 = np.array([math.ldexp(1.0, k) for k in range(-POW2_BIAS, 1024)])
+
+# 1 / n! for n = 2 .. 13 (Taylor coefficients of expm1 after r), and 2 / (2n + 1) for n = 1 .. 10 (atanh)
+_F2, _F3, _F4, _F5, _F6, _F7, _F8, _F9, _F10, _F11, _F12, _F13 = (1.0 / math.factorial(n) for n in range(2, 14))
+_L1, _L2, _L3, _L4, _L5, _L6, _L7, _L8, _L9, _L10 = (2.0 / (2 * n + 1) for n in range(1, 11))
+
+
+@inline_kernel
+def _expm1_small(r):
+    """expm1(r) for |r| <= ln2/2: r + r^2 (1/2! + r (1/3! + ... + r/13!)), Horner, leading r kept exact."""
+    q = _F12 + r * _F13
+    q = _F11 + r * q
+    q = _F10 + r * q
+    q = _F9 + r * q
+    q = _F8 + r * q
+    q = _F7 + r * q
+    q = _F6 + r * q
+    q = _F5 + r * q
+    q = _F4 + r * q
+    q = _F3 + r * q
+    q = _F2 + r * q
+    return r + (r * r) * q
+
+
+@inline_kernel
+def _nearest(t):
+    """The integer nearest to t (halves away from zero), by truncating conversion."""
+    if t >= 0.0:
+        return int(t + 0.5)
+    return -int(0.5 - t)
+
+
+@kernel
+def exp(x):
+    """e^x."""
+    if x != x:
+        return x
+    if x > EXP_MAX:
+        return INF
+    if x < EXP_MIN:
+        return 0.0
+    k = _nearest(x * INV_LN2)
+    r = (x - k * LN2_HI) - k * LN2_LO
+    y = 1.0 + _expm1_small(r)
+    if k > 1023:  # 2^k itself would overflow: scale in two exact steps
+        return (y * 2.0) * POW2[k - 1 + POW2_BIAS]
+    if k < -1000:  # a subnormal result: one exact scaling, then one rounding
+        return (y * POW2[k + 64 + POW2_BIAS]) * POW2[-64 + POW2_BIAS]
+    return y * POW2[k + POW2_BIAS]
+
+
+@kernel
+def expm1(x):
+    """e^x - 1, accurate near 0."""
+    if x != x:
+        return x
+    if -HALF_LN2 <= x <= HALF_LN2:
+        return _expm1_small(x)
+    if x > EXP_MAX:
+        return INF
+    if x < -40.0:  # e^x below 2^-57: the result rounds to -1
+        return -1.0
+    k = _nearest(x * INV_LN2)
+    r = (x - k * LN2_HI) - k * LN2_LO
+    p = _expm1_small(r)
+    if k > 1023:
+        return ((1.0 + p) * 2.0) * POW2[k - 1 + POW2_BIAS]
+    two_k = POW2[k + POW2_BIAS]
+    return (two_k - 1.0) + two_k * p
+
+
+@inline_kernel
+def _log_reduced(f):
+    """log(1 + f) for sqrt(2)/2 - 1 <= f < sqrt(2) - 1: 2 atanh(s), s = f / (2 + f) (module docstring)."""
+    s = f / (2.0 + f)
+    z = s * s
+    R = _L9 + z * _L10
+    R = _L8 + z * R
+    R = _L7 + z * R
+    R = _L6 + z * R
+    R = _L5 + z * R
+    R = _L4 + z * R
+    R = _L3 + z * R
+    R = _L2 + z * R
+    R = _L1 + z * R
+    R = z * R
+    hfsq = 0.5 * f * f
+    return f - (hfsq - s * (hfsq + R))
+
+
+@kernel
+def log(x):
+    """The natural logarithm; -inf at 0, nan below."""
+    if not x > 0.0:  # zero, negative or nan
+        if x == 0.0:
+            return -INF
+        return math.nan if x == x else x
+    if x == INF:
+        return x
+    e = 0
+    if x < TINY:  # subnormal: make it normal first (exact)
+        x *= POW2[54 + POW2_BIAS]
+        e = -54
+    # find e with 1 <= x / 2^e < 2 by exact halvings of the range, largest steps first
+    if x >= 2.0:
+        step = 512
+        while step >= 1:
+            if x >= POW2[step + POW2_BIAS]:
+                x *= POW2[-step + POW2_BIAS]
+                e += step
+            step >>= 1
+    elif x < 1.0:
+        step = 512
+        while step >= 1:
+            if x < POW2[-step + 1 + POW2_BIAS]:
+                x *= POW2[step + POW2_BIAS]
+                e -= step
+            step >>= 1
+    if x >= SQRT2:  # now 1 <= x < 2: centre it, sqrt(2)/2 <= m < sqrt(2)
+        x *= 0.5
+        e += 1
+    f = x - 1.0
+    return e * LN2_HI + (_log_reduced(f) + e * LN2_LO)
+
+
+@kernel
+def log1p(x):
+    """log(1 + x), accurate near 0."""
+    u = 1.0 + x
+    if u == 1.0:
+        return x
+    if u == INF:
+        return u
+    return log(u) * (x / (u - 1.0))
+
+
+@kernel
+def log2(x):
+    """The base-2 logarithm (log(x) / ln 2; within a few units in the last place)."""
+    return log(x) * INV_LN2
+
+
+@kernel
+def tanh(x):
+    """The hyperbolic tangent."""
+    if x != x:
+        return x
+    ax = abs(x)
+    if ax >= 22.0:  # 1 - tanh(22) < 2^-63
+        t = 1.0
+    elif ax >= 1.0:
+        t = 1.0 - 2.0 / (expm1(2.0 * ax) + 2.0)
+    elif ax < 3.725290298461914e-09:  # 2^-28: tanh(x) = x to double precision
+        return x
+    else:
+        u = expm1(-2.0 * ax)
+        t = -u / (u + 2.0)
+    return t if x >= 0.0 else -t
+
+
+@kernel
+def logistic(v):
+    """1 / (1 + e^-v); e^v itself below v = -40, where 1 + e^v rounds to 1 (and e^-v may overflow)."""
+    if v < -40.0:
+        return exp(v)
+    return 1.0 / (1.0 + exp(-v))
+
+
+@kernel
+def atanh(y):
+    """The inverse hyperbolic tangent (|y| < 1): log((1 + y) / (1 - y)) / 2, as log1p(2y + 2y^2 / (1 - y)) / 2
+    for |y| < 1/2 (2y exact, the small part rounded); beyond, 1 + y (y < 0) or 1 - y (y > 0) is exact."""
+    if -0.5 < y < 0.5:
+        t = y + y
+        return 0.5 * log1p(t + t * y / (1.0 - y))
+    return 0.5 * log((1.0 + y) / (1.0 - y))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The numerics a learner runs with, chosen at compile time.
+#
+# A learner's state carries ``numerics``, an empty array whose dtype names the functions its kernels use:
+# float64 for the functions above (IEEE, every format since 2), float32 for the C library's (format 1,
+# kept so those files still decode).  Numba compiles one specialisation per dtype; the dispatching
+# functions below resolve at compile time, so a kernel compiled for IEEE numerics contains no call
+# to the C library at all (tests/test_numerics_ir.py reads its LLVM IR).
+
+IEEE = "ieee"
+LIBM = "libm"
+NUMERICS = {IEEE: np.float64, LIBM: np.float32}
+
+
+def numerics_marker(numerics: str) -> np.ndarray:
+    """The empty array that selects ``numerics`` ("ieee" or "libm") in every kernel it is passed to."""
+    return np.zeros(0, dtype=NUMERICS[numerics])
+
+
+def _libm(numerics) -> bool:  # plain-Python path (NUMBA_DISABLE_JIT)
+    return numerics.dtype == np.float32
+
+
+def _libm_type(numerics) -> bool:  # compile time
+    return numerics.dtype == types.float32
+
+
+def exp_of(numerics, x):
+    """e^x under ``numerics``."""
+    return math.exp(x) if _libm(numerics) else exp(x)
+
+
+def log_of(numerics, x):
+    """log x under ``numerics``."""
+    return math.log(x) if _libm(numerics) else log(x)
+
+
+def log1p_of(numerics, x):
+    """log(1 + x) under ``numerics`` (format 1 computed ``log(1.0 + x)``)."""
+    return math.log(1.0 + x) if _libm(numerics) else log1p(x)
+
+
+def log2_of(numerics, x):
+    """log2 x under ``numerics``."""
+    return math.log2(x) if _libm(numerics) else log2(x)
+
+
+def tanh_of(numerics, x):
+    """tanh x under ``numerics``."""
+    return math.tanh(x) if _libm(numerics) else tanh(x)
+
+
+def logistic_of(numerics, v):
+    """1 / (1 + e^-v) under ``numerics``."""
+    return 1.0 / (1.0 + math.exp(-v)) if _libm(numerics) else logistic(v)
+
+
+def _choose(python_func, libm_impl, ieee_impl):
+    @overload(python_func, jit_options=dict(fastmath=False, error_model="numpy"))
+    def _typed(numerics, x):
+        return libm_impl if _libm_type(numerics) else ieee_impl
+    return _typed
+
+
+_choose(exp_of, lambda numerics, x: math.exp(x), lambda numerics, x: exp(x))
+_choose(log_of, lambda numerics, x: math.log(x), lambda numerics, x: log(x))
+_choose(log1p_of, lambda numerics, x: math.log(1.0 + x), lambda numerics, x: log1p(x))
+_choose(log2_of, lambda numerics, x: math.log2(x), lambda numerics, x: log2(x))
+_choose(tanh_of, lambda numerics, x: math.tanh(x), lambda numerics, x: tanh(x))
+_choose(logistic_of, lambda numerics, x: 1.0 / (1.0 + math.exp(-x)), lambda numerics, x: logistic(x))
