@@ -20,12 +20,16 @@ far less, decoding needs only that it be the same everywhere.
 Methods (textbook argument reduction; every constant is written out or
 computed exactly at import):
 
-* exp / expm1: x = k ln2 + r with |r| <= ln2/2 (Cody and Waite: ln2 split in
-  two so that k * LN2_HI is exact), expm1(r) by its Taylor series to r^13/13!
-  (truncation below 2^-56 relative), then exp(x) = 2^k (1 + expm1(r)) and
-  expm1(x) = (2^k - 1) + 2^k expm1(r), with 2^k an exact table entry.
-* log: x = 2^e m with sqrt(2)/2 <= m < sqrt(2) found by exact scaling; with
-  f = m - 1 and s = f / (2 + f), log(1 + f) = 2 atanh(s)
+* exp: x = (64k + j) ln2/64 + r with 0 <= j < 64 and |r| <= ln2/128 (Cody
+  and Waite: ln2 split in two so that n * LN2_HI / 64 is exact), then
+  exp(x) = 2^k (T_j + T_j p) with T_j = 2^(j/64) (a table computed exactly at
+  import, with :mod:`decimal`, and pinned by its digest in the tests) and
+  p = expm1(r) by its Taylor series to r^6/6! (truncation below 2^-64).
+* expm1: x = k ln2 + r with |r| <= ln2/2, expm1(r) by its Taylor series to
+  r^13/13! (truncation below 2^-56 relative), and
+  expm1(x) = (2^k - 1) + 2^k expm1(r); 2^k is an exact table entry.
+* log: x = 2^e m with sqrt(2)/2 <= m < sqrt(2), e and m read from the bits
+  of x (exact); with f = m - 1 and s = f / (2 + f), log(1 + f) = 2 atanh(s)
   = f - (f^2/2 - s (f^2/2 + R(s^2))), R the atanh series to s^21;
   log x = e ln2 + log m with ln2 split as above.
 * log1p(x) = log(u) x / (u - 1) with u = 1 + x (exact when u - 1 = x; the
@@ -41,10 +45,13 @@ dtype: see :func:`exp_of` and ``docs/format.md``.
 from __future__ import annotations
 
 import math
+import struct
+from decimal import Decimal, localcontext
 
 import numpy as np
+from llvmlite import ir
 from numba import types
-from numba.extending import overload
+from numba.extending import intrinsic, overload
 
 from ..jit import inline_kernel, kernel
 
@@ -62,9 +69,68 @@ TINY = 2.2250738585072014e-308  # the smallest normal double
 POW2_BIAS = 1074
 POW2 = np.array([math.ldexp(1.0, k) for k in range(-POW2_BIAS, 1024)])
 
+# T_j = 2^(j/64), j = 0 .. 63, each the double nearest to its 50-digit decimal value (exact and the same on
+# every machine: decimal is integer arithmetic); tests/test_elementary.py pins their digest
+EXP_TABLE_BITS = 6
+
+
+def _exp_table() -> np.ndarray:
+    with localcontext() as ctx:
+        ctx.prec = 50
+        return np.array([float(Decimal(2) ** (Decimal(j) / (1 << EXP_TABLE_BITS)))
+                         for j in range(1 << EXP_TABLE_BITS)])
+
+
+EXP_TABLE = _exp_table()
+INV_LN2_64 = INV_LN2 * 64.0  # exact: a power of two
+LN2_HI_64 = LN2_HI / 64.0
+LN2_LO_64 = LN2_LO / 64.0
+
 # 1 / n! for n = 2 .. 13 (Taylor coefficients of expm1 after r), and 2 / (2n + 1) for n = 1 .. 10 (atanh)
 _F2, _F3, _F4, _F5, _F6, _F7, _F8, _F9, _F10, _F11, _F12, _F13 = (1.0 / math.factorial(n) for n in range(2, 14))
 _L1, _L2, _L3, _L4, _L5, _L6, _L7, _L8, _L9, _L10 = (2.0 / (2 * n + 1) for n in range(1, 11))
+
+
+FRACTION_MASK = (1 << 52) - 1
+ONE_BITS = 1023 << 52  # the bits of 1.0
+
+
+def _bits_of(x: float) -> int:
+    """The IEEE 754 bits of a double, as an int64 (a reinterpretation, not an arithmetic operation)."""
+    return struct.unpack("<q", struct.pack("<d", x))[0]
+
+
+def _double_of(bits: int) -> float:
+    """The double whose IEEE 754 bits are ``bits``."""
+    return struct.unpack("<d", struct.pack("<q", bits))[0]
+
+
+@intrinsic
+def _bitcast_to_int(typingctx, x):
+    if x != types.float64:
+        return None
+    return types.int64(types.float64), lambda context, builder, sig, args: builder.bitcast(args[0], ir.IntType(64))
+
+
+@intrinsic
+def _bitcast_to_double(typingctx, bits):
+    if not isinstance(bits, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        value = context.cast(builder, args[0], sig.args[0], types.int64)
+        return builder.bitcast(value, ir.DoubleType())
+    return types.float64(bits), codegen
+
+
+@overload(_bits_of)
+def _bits_of_compiled(x):
+    return lambda x: _bitcast_to_int(x)
+
+
+@overload(_double_of)
+def _double_of_compiled(bits):
+    return lambda bits: _bitcast_to_double(bits)
 
 
 @inline_kernel
@@ -101,9 +167,12 @@ def exp(x):
         return INF
     if x < EXP_MIN:
         return 0.0
-    k = _nearest(x * INV_LN2)
-    r = (x - k * LN2_HI) - k * LN2_LO
-    y = 1.0 + _expm1_small(r)
+    n = _nearest(x * INV_LN2_64)
+    r = (x - n * LN2_HI_64) - n * LN2_LO_64
+    k = n >> EXP_TABLE_BITS  # floor(n / 64), also for negative n
+    t = EXP_TABLE[n - (k << EXP_TABLE_BITS)]
+    p = r + (r * r) * (_F2 + r * (_F3 + r * (_F4 + r * (_F5 + r * _F6))))
+    y = t + t * p
     if k > 1023:  # 2^k itself would overflow: scale in two exact steps
         return (y * 2.0) * POW2[k - 1 + POW2_BIAS]
     if k < -1000:  # a subnormal result: one exact scaling, then one rounding
@@ -163,21 +232,9 @@ def log(x):
     if x < TINY:  # subnormal: make it normal first (exact)
         x *= POW2[54 + POW2_BIAS]
         e = -54
-    # find e with 1 <= x / 2^e < 2 by exact halvings of the range, largest steps first
-    if x >= 2.0:
-        step = 512
-        while step >= 1:
-            if x >= POW2[step + POW2_BIAS]:
-                x *= POW2[-step + POW2_BIAS]
-                e += step
-            step >>= 1
-    elif x < 1.0:
-        step = 512
-        while step >= 1:
-            if x < POW2[-step + 1 + POW2_BIAS]:
-                x *= POW2[step + POW2_BIAS]
-                e -= step
-            step >>= 1
+    bits = _bits_of(x)  # x = 2^(E - 1023) 1.fraction: e from E, then x / 2^e with E set to 1023 (exact)
+    e += (bits >> 52) - 1023
+    x = _double_of((bits & FRACTION_MASK) | ONE_BITS)
     if x >= SQRT2:  # now 1 <= x < 2: centre it, sqrt(2)/2 <= m < sqrt(2)
         x *= 0.5
         e += 1
