@@ -29,9 +29,11 @@ computed exactly at import):
   r^13/13! (truncation below 2^-56 relative), and
   expm1(x) = (2^k - 1) + 2^k expm1(r); 2^k is an exact table entry.
 * log: x = 2^e m with sqrt(2)/2 <= m < sqrt(2), e and m read from the bits
-  of x (exact); with f = m - 1 and s = f / (2 + f), log(1 + f) = 2 atanh(s)
-  = f - (f^2/2 - s (f^2/2 + R(s^2))), R the atanh series to s^21;
-  log x = e ln2 + log m with ln2 split as above.
+  of x (exact); m = c_j (1 + r) with c_j the centre of m's bucket of width
+  1/128 (1 for the two buckets around 1), r = (m - c_j) / c_j with
+  |r| <= 1/90, and log x = e ln2 + log c_j + log1p(r): log c_j a pair of
+  doubles from a table computed exactly at import (pinned in the tests),
+  log1p(r) by its series to r^8/8.
 * log1p(x) = log(u) x / (u - 1) with u = 1 + x (exact when u - 1 = x; the
   factor corrects the rounding of u otherwise).
 * tanh: 1 - 2 / (expm1(2|x|) + 2) for |x| >= 1, -t / (t + 2) with
@@ -86,9 +88,31 @@ INV_LN2_64 = INV_LN2 * 64.0  # exact: a power of two
 LN2_HI_64 = LN2_HI / 64.0
 LN2_LO_64 = LN2_LO / 64.0
 
-# 1 / n! for n = 2 .. 13 (Taylor coefficients of expm1 after r), and 2 / (2n + 1) for n = 1 .. 10 (atanh)
+# log: sqrt(2)/2 <= m < sqrt(2) falls in bucket j = floor((m - 90/128) * 128), of centre c_j = 90/128 + (j + 1/2)/128
+# (exact), except the two buckets around 1, whose centre is 1 (so that log m near 0 loses no digit); log c_j as
+# a pair (hi, lo) of doubles from its 50-digit decimal value, 1/c_j correctly rounded.
+LOG_TABLE_START = 90.0 / 128.0
+LOG_TABLE_STEPS = 128.0
+
+
+def _log_tables() -> tuple[np.ndarray, ...]:
+    centres = [1.0 if j in (37, 38) else (90 + j + 0.5) / 128.0 for j in range(93)]
+    hi, lo = [], []
+    with localcontext() as ctx:
+        ctx.prec = 50
+        for c in centres:
+            exact = Decimal(c).ln()
+            hi.append(float(exact))
+            lo.append(float(exact - Decimal(hi[-1])))
+    return np.array(centres), np.array([1.0 / c for c in centres]), np.array(hi), np.array(lo)
+
+
+LOG_CENTRE, LOG_INVERSE, LOG_HI, LOG_LO = _log_tables()
+# -1^(n+1) / n for n = 2 .. 8 (log1p's series after r)
+_G2, _G3, _G4, _G5, _G6, _G7, _G8 = ((-1.0) ** (n + 1) / n for n in range(2, 9))
+
+# 1 / n! for n = 2 .. 13 (Taylor coefficients of expm1 after r)
 _F2, _F3, _F4, _F5, _F6, _F7, _F8, _F9, _F10, _F11, _F12, _F13 = (1.0 / math.factorial(n) for n in range(2, 14))
-_L1, _L2, _L3, _L4, _L5, _L6, _L7, _L8, _L9, _L10 = (2.0 / (2 * n + 1) for n in range(1, 11))
 
 
 FRACTION_MASK = (1 << 52) - 1
@@ -201,22 +225,15 @@ def expm1(x):
 
 
 @inline_kernel
-def _log_reduced(f):
-    """log(1 + f) for sqrt(2)/2 - 1 <= f < sqrt(2) - 1: 2 atanh(s), s = f / (2 + f) (module docstring)."""
-    s = f / (2.0 + f)
-    z = s * s
-    R = _L9 + z * _L10
-    R = _L8 + z * R
-    R = _L7 + z * R
-    R = _L6 + z * R
-    R = _L5 + z * R
-    R = _L4 + z * R
-    R = _L3 + z * R
-    R = _L2 + z * R
-    R = _L1 + z * R
-    R = z * R
-    hfsq = 0.5 * f * f
-    return f - (hfsq - s * (hfsq + R))
+def _log1p_small(r):
+    """log(1 + r) for |r| <= 1/90: r - r^2/2 + r^3/3 - ... - r^8/8 (truncation below 2^-59 relative)."""
+    q = _G7 + r * _G8
+    q = _G6 + r * q
+    q = _G5 + r * q
+    q = _G4 + r * q
+    q = _G3 + r * q
+    q = _G2 + r * q
+    return r + (r * r) * q
 
 
 @kernel
@@ -234,12 +251,14 @@ def log(x):
         e = -54
     bits = _bits_of(x)  # x = 2^(E - 1023) 1.fraction: e from E, then x / 2^e with E set to 1023 (exact)
     e += (bits >> 52) - 1023
-    x = _double_of((bits & FRACTION_MASK) | ONE_BITS)
-    if x >= SQRT2:  # now 1 <= x < 2: centre it, sqrt(2)/2 <= m < sqrt(2)
-        x *= 0.5
+    m = _double_of((bits & FRACTION_MASK) | ONE_BITS)
+    if m >= SQRT2:  # now 1 <= m < 2: centre it, sqrt(2)/2 <= m < sqrt(2)
+        m *= 0.5
         e += 1
-    f = x - 1.0
-    return e * LN2_HI + (_log_reduced(f) + e * LN2_LO)
+    j = int((m - LOG_TABLE_START) * LOG_TABLE_STEPS)
+    r = (m - LOG_CENTRE[j]) * LOG_INVERSE[j]  # m - c exact (Sterbenz); r = m/c - 1 to a rounding or two
+    hi = e * LN2_HI + LOG_HI[j]  # e * LN2_HI is exact
+    return hi + ((e * LN2_LO + LOG_LO[j]) + _log1p_small(r))
 
 
 @kernel
