@@ -170,6 +170,8 @@ CASES = [
     Case("three files", "{Z} a.log b.log c.log", _three),
     Case("two files, -f (a second name is an input)", "{Z} -f a.log b.log", _two),
     Case("-k keeps the input", "{Z} -k a.log"),
+    Case("-1, the fastest level", "{Z} -1 a.log"),
+    Case("-9k, the most compression (flags together)", "{Z} -9k a.log"),
     Case("-c, two files, decoded back", "{Z} -c a.log b.log > both && {Z} -dc both > again && cat a.log b.log | "
          "cmp -s - again && rm again", _two),
     Case("-o FILE", "{Z} -c a.log > out", seqd_command="{Z} -o out a.log",

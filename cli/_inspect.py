@@ -45,6 +45,9 @@ def model_name(header: Header) -> str:
     for name, preset in container.PRESETS.items():
         if settings == preset:
             return name
+    for name, changes in container.LEVEL_MODELS.items():  # this release's levels; they may be re-tuned
+        if changes and header.config == container.OnlineConfig.bytes_default(**changes):
+            return f"{container.PRESET} {name}"
     changed = sum(container.PRESETS[container.PRESET].get(k, object()) != v for k, v in settings.items())
     return f"{container.PRESET}+{changed} settings"
 

@@ -76,6 +76,14 @@ def _options(p: argparse.ArgumentParser) -> None:
                    help="code N blocks at once on N cores (default 1; 0 = every core)")
     p.add_argument("--json", action="store_true",
                    help="a JSON report of every file on standard output (standard error when data goes there)")
+    for level in range(1, 10):
+        p.add_argument(f"-{level}", dest="level", action="store_const", const=level, default=container.DEFAULT_LEVEL,
+                       help=argparse.SUPPRESS if level not in (1, 9) else
+                       "compressing: fastest, smallest model (2 MiB)" if level == 1 else
+                       "compressing: most compression (-1 ... -9, like gzip; default -6; docs/benchmarks.md "
+                       "measures each)")
+    p.add_argument("--level", type=_level, default=container.DEFAULT_LEVEL, metavar="N",
+                   help="compressing: level N, as -N")
     p.add_argument("--block-size", type=_block_size, default=None, metavar="SIZE",
                    help="compressing: bytes per independently decodable block (K/M/G suffixes; default 4M)")
     p.add_argument("--follow", action="store_true",
@@ -99,6 +107,12 @@ def _memory_limit(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"invalid size {text!r} (examples: 512M, 2G)")
     return value
+
+
+def _level(text: str) -> int:
+    if text.strip() not in {str(n) for n in container.LEVELS}:
+        raise argparse.ArgumentTypeError(f"invalid level {text!r}: 1 (fastest) to 9 (most compression)")
+    return int(text)
 
 
 def _block_size(text: str) -> int:
@@ -244,7 +258,7 @@ def _compress_file(name: str, args, report: FileReport) -> bool:
     src = open_input(name, force=args.force, compressed=False, suffix_check=dst is not None)
     report.output = dst or "-"
     block_size = args.block_size
-    config = container.default_config()
+    config = container.level_config(args.level)
     header = Header(config, block_size, container.build_info())
     stop = threading.Event()  # --follow: SIGINT or SIGTERM came
     try:

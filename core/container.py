@@ -96,8 +96,31 @@ def build_info() -> str:
     return f"seqd {seqd_version}, numba {numba.__version__}, numpy {np.__version__}, cpu {cpu}"
 
 
+# Compression levels (seqd compress -1 ... -9): each is OnlineConfig.bytes_default() with these settings changed.
+# A file stores its model's settings (its header names a preset and the settings that differ from it), so
+# the levels may be re-tuned in any release without touching the format.  Measured in docs/benchmarks.md
+# ("Compression levels", bench/levels.py); chosen there on the public logs.
+LEVEL_MODELS = {
+    "fast": dict(units=0, context_orders=(1, 2, 3, 5), context_bits=12, history_bits=14, match_bits=14),
+    "small": dict(units=0, context_orders=(1, 2, 3, 4, 6, 8), context_bits=14, history_bits=16, match_bits=16),
+    "counts": dict(units=0),  # the default's context units, no recurrent units
+    "default": {},
+    "max": dict(context_entries=32),
+}
+LEVELS = {1: "fast", 2: "small", 3: "small", 4: "counts", 5: "counts", 6: "default", 7: "max", 8: "max", 9: "max"}
+DEFAULT_LEVEL = 6
+
+
 def default_config() -> OnlineConfig:
     return OnlineConfig.bytes_default()
+
+
+def level_config(level: int) -> OnlineConfig:
+    """The model of compression level ``level`` (1 fastest and smallest in memory, 6 the default, 9 the most
+    compression)."""
+    if level not in LEVELS:
+        raise ValueError(f"compression level must be 1 to 9, got {level}")
+    return OnlineConfig.bytes_default(**LEVEL_MODELS[LEVELS[level]])
 
 
 # -- writing ----------------------------------------------------------------------------------------

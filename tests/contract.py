@@ -44,6 +44,7 @@ from typing import Callable
 
 import numpy as np
 
+from seqd.core.container import level_config
 from seqd.core.online import OnlineConfig, OnlineLearner
 
 STREAM_LENGTH = 1200  # symbols per contract stream: several windows, every symbol of a small alphabet
@@ -93,6 +94,9 @@ REGISTRY: list[Entry] = [
     # the daemon's presets (seqd.daemon.streams.PRESETS), as "preset-<name>"; "bytes" is also seqd compress's model
     Entry("preset-bytes", OnlineConfig.bytes_default),
     Entry("preset-glnn", OnlineConfig),
+    # seqd compress's levels whose models differ most from the default (seqd.core.container.LEVEL_MODELS)
+    Entry("level-fast", lambda: level_config(1), random=False),
+    Entry("level-max", lambda: level_config(9)),
 ]
 
 

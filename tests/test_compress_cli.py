@@ -129,7 +129,9 @@ def test_refuses_binary_to_a_terminal_and_bad_flags(tmp_path, capsys):
         main(["compress", "--threads", "x"])
     src = tmp_path / "a.log"
     src.write_bytes(b"x")
-    assert main(["compress", "-k", "--threads", "-1", str(src)]) == 1
+    assert main(["compress", "-k", "--threads=-1", str(src)]) == 1
+    with pytest.raises(SystemExit):  # -1 is the fastest level, so "--threads -1" lacks its number, as in gzip
+        main(["compress", "-k", "--threads", "-1", str(src)])
     assert main(["compress", "--follow", "-"]) == 1
     assert "needs one file" in capsys.readouterr().err
 
@@ -156,3 +158,49 @@ def test_verbose_test_names_each_file_its_size_and_blocks(tmp_path, capsys):
     lines = capsys.readouterr().err.splitlines()
     assert lines[0].startswith(f"{one}.sqd: OK (340 bytes, 1 block, ")
     assert lines[1].startswith(f"{two}.sqd: OK (5100 bytes, 3 blocks, ")
+
+
+# -- levels -----------------------------------------------------------------------------------------
+
+def _header_config(path):
+    from seqd.core.container import read_header
+
+    with open(path, "rb") as f:
+        return read_header(f).config
+
+
+def test_levels_pick_their_models_and_decode(tmp_path, capsys):
+    from seqd.core.container import level_config
+
+    data = b"".join(b"2026-11-24 05:%02d:%02d GET /item/%d 200\n" % (i % 60, i * 7 % 60, i * 31 % 97)
+                    for i in range(600))
+    src = tmp_path / "a.log"
+    src.write_bytes(data)
+    for case, (flags, level) in enumerate(((["-1"], 1), (["-9"], 9), (["--level", "4"], 4), ([], 6),
+                                           (["-9", "-1"], 1), (["-k3"], 3))):
+        out = tmp_path / f"a{case}.sqd"
+        assert main(["compress", "-k", "-q", *flags, "-o", str(out), str(src)]) == 0, flags
+        assert _header_config(out) == level_config(level), flags
+        back = tmp_path / f"back{case}.log"
+        assert main(["decompress", "-q", "-k", "-9", "-o", str(back), str(out)]) == 0  # -N is ignored with -d
+        assert back.read_bytes() == data, flags
+    assert main(["decompress", "-l", "--json", str(tmp_path / "a0.sqd"), str(tmp_path / "a1.sqd"),
+                 str(tmp_path / "a3.sqd")]) == 0
+    models = [f["model"] for f in json.loads(capsys.readouterr().out)["files"]]
+    assert models == ["bytes-2 fast", "bytes-2 max", "bytes-2"]
+
+
+def test_a_level_out_of_range_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["compress", "--level", "10", str(tmp_path / "a.log")])
+    assert exc.value.code != 0
+    assert "1 (fastest) to 9 (most compression)" in capsys.readouterr().err
+
+
+def test_every_level_decodes_within_the_default_memory_limit():
+    """A file of any level, with the default 4 MiB blocks, decodes under the default --memory-limit."""
+    from seqd.core import container, limits
+
+    for level in container.LEVELS:
+        model, buffers = limits.decoding_memory(container.level_config(level), container.DEFAULT_BLOCK_SIZE)
+        assert model + buffers < limits.DEFAULT_MEMORY_LIMIT / 4, level

@@ -41,6 +41,13 @@ def test_every_name_is_an_input(here):
     assert (here / "a.log").read_bytes() == TEXT == (here / "b.log").read_bytes()
 
 
+def test_levels_as_gzip_takes_them(here):
+    assert main(["compress", "-1", "a.log"]) == 0 and names(here) == ["a.log.sqd", "b.log"]
+    assert main(["compress", "-9k", "b.log"]) == 0 and names(here) == ["a.log.sqd", "b.log", "b.log.sqd"]
+    assert main(["decompress", "-f", "a.log.sqd", "b.log.sqd"]) == 0
+    assert (here / "a.log").read_bytes() == TEXT == (here / "b.log").read_bytes()
+
+
 def test_keep_and_existing_output(here, capsys):
     assert main(["compress", "-k", "a.log"]) == 0 and (here / "a.log").exists()
     (here / "b.log.sqd").write_bytes(b"precious")
