@@ -182,7 +182,7 @@ def _nearest(t):
     return -int(0.5 - t)
 
 
-@kernel
+@inline_kernel
 def exp(x):
     """e^x."""
     if x != x:
@@ -204,7 +204,7 @@ def exp(x):
     return y * POW2[k + POW2_BIAS]
 
 
-@kernel
+@inline_kernel
 def expm1(x):
     """e^x - 1, accurate near 0."""
     if x != x:
@@ -236,7 +236,7 @@ def _log1p_small(r):
     return r + (r * r) * q
 
 
-@kernel
+@inline_kernel
 def log(x):
     """The natural logarithm; -inf at 0, nan below."""
     if not x > 0.0:  # zero, negative or nan
@@ -261,7 +261,7 @@ def log(x):
     return hi + ((e * LN2_LO + LOG_LO[j]) + _log1p_small(r))
 
 
-@kernel
+@inline_kernel
 def log1p(x):
     """log(1 + x), accurate near 0."""
     u = 1.0 + x
@@ -272,13 +272,13 @@ def log1p(x):
     return log(u) * (x / (u - 1.0))
 
 
-@kernel
+@inline_kernel
 def log2(x):
     """The base-2 logarithm (log(x) / ln 2; within a few units in the last place)."""
     return log(x) * INV_LN2
 
 
-@kernel
+@inline_kernel
 def tanh(x):
     """The hyperbolic tangent."""
     if x != x:
@@ -296,7 +296,7 @@ def tanh(x):
     return t if x >= 0.0 else -t
 
 
-@kernel
+@inline_kernel
 def logistic(v):
     """1 / (1 + e^-v); e^v itself below v = -40, where 1 + e^v rounds to 1 (and e^-v may overflow)."""
     if v < -40.0:
