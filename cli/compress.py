@@ -76,12 +76,11 @@ def _options(p: argparse.ArgumentParser) -> None:
                    help="code N blocks at once on N cores (default 1; 0 = every core)")
     p.add_argument("--json", action="store_true",
                    help="a JSON report of every file on standard output (standard error when data goes there)")
-    for level in range(1, 10):
+    shown = {1: "compressing: fastest, smallest model (2 MiB)",
+             9: "compressing: most compression (-1 ... -9, like gzip; default -6; docs/benchmarks.md measures each)"}
+    for level in container.LEVELS:
         p.add_argument(f"-{level}", dest="level", action="store_const", const=level, default=container.DEFAULT_LEVEL,
-                       help=argparse.SUPPRESS if level not in (1, 9) else
-                       "compressing: fastest, smallest model (2 MiB)" if level == 1 else
-                       "compressing: most compression (-1 ... -9, like gzip; default -6; docs/benchmarks.md "
-                       "measures each)")
+                       help=shown.get(level, argparse.SUPPRESS))
     p.add_argument("--level", type=_level, default=container.DEFAULT_LEVEL, metavar="N",
                    help="compressing: level N, as -N")
     p.add_argument("--block-size", type=_block_size, default=None, metavar="SIZE",

@@ -26,6 +26,7 @@ import dataclasses
 import json
 import math
 
+from .kernels.elementary import NUMERICS
 from .online import OnlineConfig
 from .online.codec import max_encoded_bytes
 from .online.state import state_nbytes
@@ -68,7 +69,7 @@ CHOICES = {
     "model": ("glnn", "gnn"),
     "activation": ("tanh", "logistic"),
     "method": ("rbpm", "ruop", "qdrbpm", "qdruop"),
-    "numerics": ("ieee", "libm"),  # the container takes "libm" from format 1 files only (container.read_header)
+    "numerics": tuple(NUMERICS),  # the container takes "libm" from format 1 files only (container.read_header)
 }
 BOOLS = ("column_context", "word_context")
 NULLABLE = ("transition_rate",)

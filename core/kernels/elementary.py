@@ -14,7 +14,7 @@ Python's floats are IEEE doubles.
 
 Accuracy: within a few units in the last place of the correctly rounded
 result over the whole double range (``tests/test_elementary.py`` measures it
-against the C library and against exact rational arithmetic); learning needs
+against 50-digit decimal arithmetic); learning needs
 far less, decoding needs only that it be the same everywhere.
 
 Methods (textbook argument reduction; every constant is written out or
@@ -341,46 +341,32 @@ def _libm_type(numerics) -> bool:  # compile time
     return numerics.dtype == types.float32
 
 
-def exp_of(numerics, x):
-    """e^x under ``numerics``."""
-    return math.exp(x) if _libm(numerics) else exp(x)
+def _choose(name: str, doc: str, libm, ieee):
+    """``name(numerics, x)``: ``libm(x)`` (plain Python, compiled here) for the C library's numerics,
+    ``ieee(x)`` (a kernel above) for seqd's.
 
+    Compiled, the choice is made once, at compile time, from the marker's
+    dtype (an ``overload``); as plain Python (``NUMBA_DISABLE_JIT=1``) at each call.
+    """
+    libm = inline_kernel(libm)
 
-def log_of(numerics, x):
-    """log x under ``numerics``."""
-    return math.log(x) if _libm(numerics) else log(x)
+    def chosen(numerics, x):
+        return libm(x) if _libm(numerics) else ieee(x)
 
-
-def log1p_of(numerics, x):
-    """log(1 + x) under ``numerics`` (format 1 computed ``log(1.0 + x)``)."""
-    return math.log(1.0 + x) if _libm(numerics) else log1p(x)
-
-
-def log2_of(numerics, x):
-    """log2 x under ``numerics``."""
-    return math.log2(x) if _libm(numerics) else log2(x)
-
-
-def tanh_of(numerics, x):
-    """tanh x under ``numerics``."""
-    return math.tanh(x) if _libm(numerics) else tanh(x)
-
-
-def logistic_of(numerics, v):
-    """1 / (1 + e^-v) under ``numerics``."""
-    return 1.0 / (1.0 + math.exp(-v)) if _libm(numerics) else logistic(v)
-
-
-def _choose(python_func, libm_impl, ieee_impl):
-    @overload(python_func, jit_options=dict(fastmath=False, error_model="numpy"))
+    @overload(chosen, jit_options=dict(fastmath=False, error_model="numpy"))
     def _typed(numerics, x):
-        return libm_impl if _libm_type(numerics) else ieee_impl
-    return _typed
+        return (lambda numerics, x: libm(x)) if _libm_type(numerics) else (lambda numerics, x: ieee(x))
+
+    chosen.__name__ = chosen.__qualname__ = name
+    chosen.__doc__ = doc
+    return chosen
 
 
-_choose(exp_of, lambda numerics, x: math.exp(x), lambda numerics, x: exp(x))
-_choose(log_of, lambda numerics, x: math.log(x), lambda numerics, x: log(x))
-_choose(log1p_of, lambda numerics, x: math.log(1.0 + x), lambda numerics, x: log1p(x))
-_choose(log2_of, lambda numerics, x: math.log2(x), lambda numerics, x: log2(x))
-_choose(tanh_of, lambda numerics, x: math.tanh(x), lambda numerics, x: tanh(x))
-_choose(logistic_of, lambda numerics, x: 1.0 / (1.0 + math.exp(-x)), lambda numerics, x: logistic(x))
+exp_of = _choose("exp_of", "e^x under ``numerics``.", lambda x: math.exp(x), exp)
+log_of = _choose("log_of", "log x under ``numerics``.", lambda x: math.log(x), log)
+log1p_of = _choose("log1p_of", "log(1 + x) under ``numerics`` (format 1 computed ``log(1.0 + x)``).",
+                   lambda x: math.log(1.0 + x), log1p)
+log2_of = _choose("log2_of", "log2 x under ``numerics``.", lambda x: math.log2(x), log2)
+tanh_of = _choose("tanh_of", "tanh x under ``numerics``.", lambda x: math.tanh(x), tanh)
+logistic_of = _choose("logistic_of", "1 / (1 + e^-v) under ``numerics``.", lambda v: 1.0 / (1.0 + math.exp(-v)),
+                      logistic)
