@@ -155,6 +155,22 @@ def log_files() -> list[Path]:
     return sorted(LOGS.glob("*.log")) if LOGS.is_dir() else []
 
 
+# logs that chose nothing: the benchmark machine's own apt and alternatives logs
+HELD_OUT = [Path("/var/log/apt/term.log"), Path("/var/log/apt/history.log"), Path("/var/log/alternatives.log")]
+
+
+def held_out_files() -> list[Path]:
+    """The held-out logs present and readable on this machine (settings are never chosen on them)."""
+    found = []
+    for path in HELD_OUT:
+        try:
+            if path.stat().st_size > 0 and path.open("rb").read(1):
+                found.append(path)
+        except OSError:
+            pass
+    return found
+
+
 def table(files, peers=PEERS) -> list[dict]:
     """Per file: ``name``, ``bytes`` and, for each peer, its bits per byte (None when the peer cannot run here)."""
     rows = []

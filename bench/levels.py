@@ -21,13 +21,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from baselines import log_files  # noqa: E402
+from baselines import held_out_files, log_files  # noqa: E402
 from common import command_line, machine, report  # noqa: E402
 
 from seqd.core import container  # noqa: E402
 from seqd.core.limits import decoding_memory  # noqa: E402
-
-HELD_OUT = [Path("/var/log/apt/term.log"), Path("/var/log/apt/history.log"), Path("/var/log/alternatives.log")]
 
 
 def _levels_of(model: str) -> str:
@@ -58,7 +56,7 @@ def run() -> str:
     files = log_files()
     if not files:
         return "No logs: ../shared/data/logs is absent here."
-    held = [p for p in HELD_OUT if p.is_file() and p.stat().st_size > 0]
+    held = held_out_files()
     container.decompress(container.compress(b"warm up the kernels\n" * 10))
     rows = []
     for model in container.LEVEL_MODELS:

@@ -1,7 +1,7 @@
 """The online learner against its peers: real logs and seed 000's tasks, measured in one run.
 
     python bench/online.py logs    # every file of ../shared/data/logs: bits/byte beside the peer compressors
-    python bench/online.py ablations  # the same files with each part of the byte-stream model removed in turn
+    python bench/online.py ablations [--jobs 2]  # each part of the byte-stream model changed in turn
     python bench/online.py scales     # the learned weight of each context source; the shared prior settings varied
     python bench/online.py tasks   # seed 000's tasks streamed once (training, then validation): regret vs PPMd
     python bench/online.py cost    # where the time goes per symbol, and cost vs stream length
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from baselines import PEERS, log_files, table, weighted_mean  # noqa: E402
+from baselines import PEERS, held_out_files, log_files, table, weighted_mean  # noqa: E402
 from common import command_line, machine, report  # noqa: E402
 
 from seqd.core import tasks  # noqa: E402
@@ -93,14 +93,26 @@ def logs(args) -> str:
     return "\n".join(lines)
 
 
-ABLATIONS = [  # (label, configuration): one part of the default removed at a time
-    ("default: 4 recurrent units + all context units", BYTES),
-    ("context units alone (no recurrent units)", replace(BYTES, units=0)),
+ABLATIONS = [  # (label, configuration): one part of the default changed at a time
+    ("default: 4 recurrent units, all context units, the mixer", BYTES),
+    # the mixer (context.py, writing.py)
+    ("without the mixer: per-symbol context weights alone (the model of preset bytes-2)",
+     replace(BYTES, selected_weights=False)),
+    ("the mixer, per-symbol weights held at their initial value (context_prior=2^20)",
+     replace(BYTES, context_prior=2.0 ** 20)),
+    ("the mixer by one full outer-product metric block per k (selected_step='block')",
+     replace(BYTES, selected_step="block")),
+    *[(f"the mixer by a plain gradient step, rate {rate:g}", replace(BYTES, selected_step="gradient", selected_rate=rate))
+      for rate in (0.001, 0.003, 0.01, 0.03)],
+    # the recurrent units
+    ("without the recurrent units (units=0)", replace(BYTES, units=0)),
     ("recurrent units alone (4 units, no context units)",
-     replace(BYTES, context_orders=(), column_context=False, word_context=False, match_min=0)),
+     replace(BYTES, context_orders=(), column_context=False, word_context=False, match_min=0, selected_weights=False)),
     ("seed 000's GLNN alone, 32 units (OnlineConfig())", OnlineConfig()),
+    # the context sources, one at a time
+    *[(f"without order {k}", replace(BYTES, context_orders=tuple(o for o in BYTES.context_orders if o != k)))
+      for k in BYTES.context_orders],
     ("without the order-k chain", replace(BYTES, context_orders=())),
-    ("without orders above 4", replace(BYTES, context_orders=tuple(k for k in BYTES.context_orders if k <= 4))),
     ("without the column source", replace(BYTES, column_context=False)),
     ("without the word source", replace(BYTES, word_context=False)),
     ("without the match model", replace(BYTES, match_min=0)),
@@ -118,14 +130,47 @@ def _config_table(files, configs) -> list[str]:
     return lines
 
 
+def _learn_files(label: str, config: OnlineConfig, paths: list[Path]) -> list[tuple[float, int, float]]:
+    """(bits, bytes, CPU seconds) per file: one row of the ablation table, run in a worker process."""
+    learn_file(b"warm up the kernels\n" * 20, config)
+    out = []
+    for path in paths:
+        data = path.read_bytes()
+        bits, cpu = learn_file(data, config)
+        out.append((bits, len(data), cpu))
+    print(f"done: {label}", flush=True)
+    return out
+
+
 def ablations(args) -> str:
+    from concurrent.futures import ProcessPoolExecutor
+
     files = log_files()
     if not files:
         return "No logs: ../shared/data/logs is absent here."
-    lines = _config_table(files, ABLATIONS)
+    held = held_out_files()
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        runs = [pool.submit(_learn_files, label, config, files + held) for label, config in ABLATIONS]
+        results = [run.result() for run in runs]
+    short = [f.name.split("_")[0].removesuffix(".log") for f in files]
+    mean = lambda part: sum(b for b, _, _ in part) / sum(n for _, n, _ in part)  # noqa: E731
+    base, base_held = mean(results[0][:len(files)]), mean(results[0][len(files):]) if held else None
+    lines = ["| model | " + " | ".join(short) + " | mean | vs default | held out | vs default | bytes/s |",
+             "|---|" + "---:|" * (len(files) + 5)]
+    for (label, _), out in zip(ABLATIONS, results):
+        public, own = out[:len(files)], out[len(files):]
+        m = mean(public)
+        speed = sum(n for _, n, _ in public) / sum(c for _, _, c in public)
+        lines.append(f"| {label} | " + " | ".join(f"{b / n:.3f}" for b, n, _ in public)
+                     + f" | **{m:.4f}** | {m - base:+.4f} | "
+                     + (f"{mean(own):.4f} | {mean(own) - base_held:+.4f} |" if held else "— | — |")
+                     + f" {speed:.0f} |")
     lines.append("")
-    lines.append("Bits per byte, prequential, one pass per file. Each row changes one thing in "
-                 "`OnlineConfig.bytes_default()`; the mean is weighted by file size.")
+    lines.append("Bits per byte, prequential, one pass per file; means weighted by file size. Each row changes one "
+                 "thing in `OnlineConfig.bytes_default()`. Held out: "
+                 + (", ".join(str(p) for p in held) + f" ({sum(p.stat().st_size for p in held)} bytes), "
+                    "logs of the benchmark machine that chose nothing." if held else "none on this machine.")
+                 + f" Speeds are CPU time per row, {args.jobs} row(s) at a time on this machine.")
     return "\n".join(lines)
 
 
@@ -208,14 +253,14 @@ def _drivers():
     from seqd.core.online.writing import writing_update
 
     @kernel
-    def predict_and_evolve(st, hyper, symbols, with_writing):
+    def predict_and_evolve(st, hyper, flags, symbols, with_writing):
         width = st.counts[ACTIVE] + 1
         net = Network(st.inputs, st.tau, st.tau[0, :0, 0:0], hyper[H.leak], True, TANH, st.numerics)  # OnlineConfig() is tanh
         for t in range(symbols.shape[0]):
             softmax_into(st.a[0], st.w[:, :width], st.pi[0, :width], st.numerics)
             code = st.code_of[symbols[t]]
             if with_writing:
-                writing_update(st, hyper, st.a[0], st.pi[0], code, 0, width)
+                writing_update(st, hyper, flags, st.a[0], st.pi[0], code, 0, width)
             evolve_into(net, st.V[0], st.a[0], code, st.V[1], st.a[1])
             for i in range(st.V.shape[1]):
                 st.V[0, i] = st.V[1, i]
@@ -245,11 +290,11 @@ def cost(args) -> str:
     trained.learn(data)  # steady state: the whole alphabet is active
     copy = lambda: OnlineState(*(np.array(a, copy=True) for a in trained.state))  # noqa: E731
     run = _drivers()
-    run(copy(), hyper, x[:10], True)
-    run(copy(), hyper, x[:10], False)
+    run(copy(), hyper, flags, x[:10], True)
+    run(copy(), hyper, flags, x[:10], False)
     total = _cpu(OnlineLearner.from_bytes(trained.to_bytes()).learn, data)
-    forward = _cpu(run, copy(), hyper, x, False)
-    writing = _cpu(run, copy(), hyper, x, True) - forward
+    forward = _cpu(run, copy(), hyper, flags, x, False)
+    writing = _cpu(run, copy(), hyper, flags, x, True) - forward
     st = copy()
     width = int(st.counts[ACTIVE]) + 1
     reps = n // (config.window + 1)
@@ -289,6 +334,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", choices=("logs", "ablations", "scales", "tasks", "cost"))
     p.add_argument("--no-write", action="store_true")
+    p.add_argument("--jobs", type=int, default=1, help="ablation rows run at once (one core each)")
     args = p.parse_args()
     body = {"logs": logs, "ablations": ablations, "scales": scales, "tasks": tasks_table, "cost": cost}[args.what](args)
     config = OnlineConfig() if args.what in ("tasks", "cost") else BYTES

@@ -40,16 +40,17 @@ def scan(reader: Reader) -> Decoded:
 
 
 def model_name(header: Header) -> str:
-    """The preset a header's model is, or the preset and how many settings differ from it."""
-    settings = json.loads(json.dumps(dataclasses.asdict(header.config)))
-    for name, preset in container.PRESETS.items():
-        if settings == preset:
-            return name
+    """The file's preset, its preset and level ('bytes-3 fast'), or its preset and how many settings differ."""
+    preset = container.PRESETS[header.preset]
+    if header.config == container.OnlineConfig(**preset):
+        return header.preset
     for name, changes in container.LEVEL_MODELS.items():  # this release's levels; they may be re-tuned
-        if changes and header.config == container.OnlineConfig.bytes_default(**changes):
-            return f"{container.PRESET} {name}"
-    changed = sum(container.PRESETS[container.PRESET].get(k, object()) != v for k, v in settings.items())
-    return f"{container.PRESET}+{changed} settings"
+        if changes and header.config == container.OnlineConfig(**{**preset, **changes}):
+            return f"{header.preset} {name}"
+    settings = json.loads(json.dumps(dataclasses.asdict(header.config)))
+    reference = json.loads(json.dumps(dataclasses.asdict(container.OnlineConfig(**preset))))
+    changed = sum(reference[k] != v for k, v in settings.items())
+    return f"{header.preset}+{changed} settings"
 
 
 def writer_version(header: Header) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from seqd.core.online import OnlineConfig, OnlineLearner
+from seqd.core.online.config import SELECTED_STEPS
 
 from ._display import StatusLine
 
@@ -22,13 +23,14 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Stream each file, byte by byte, through a fresh online learner (predict, then learn) and report "
         "its prequential code length: bits per byte, total bits, throughput and memory. The defaults are "
-        "the byte-stream model (OnlineConfig.bytes_default(): a small GLNN plus context units), the same for "
+        "the byte-stream model (OnlineConfig.bytes_default(): a small GLNN plus context units and their mixer), the same for "
         "every input; --context-orders '' --no-column-context --no-word-context --match-min 0 --units 32 "
         "gives seed 000's GLNN alone."
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     defaults = OnlineConfig.bytes_default()
-    choices = {"model": ("glnn", "gnn"), "method": ("rbpm", "ruop", "qdrbpm", "qdruop"), "activation": ("tanh", "logistic")}
+    choices = {"model": ("glnn", "gnn"), "method": ("rbpm", "ruop", "qdrbpm", "qdruop"), "activation": ("tanh", "logistic"),
+               "selected_step": SELECTED_STEPS}
     notes = {"transition_rate": "initial eta_tau; default 1/units", "window": "truncated BPTT window K",
              "input_scale": "multiplies the reading rates of eq. 32", "units": "recurrent units N",
              "degree": "incoming units per unit, self-loop included"}

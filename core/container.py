@@ -54,10 +54,13 @@ PRESETS = {
         "model": "glnn", "rate_growth": 1.1, "rate_shrink": 0.5, "seed": 0, "transition_rate": None, "units": 4,
         "window": 16, "word_context": True, "writing_discount": 0.000244140625, "writing_prior": 1.0,
         "writing_rate": 1.0, "numerics": "libm",  # format 1 had no numerics setting: it used the C library's
+        "selected_weights": False,  # nor the mixer (named here since bytes-3 made it the default)
     },
 }
 PRESETS["bytes-2"] = {**PRESETS["bytes-1"], "numerics": "ieee"}  # bytes-1 with seqd's own exp/log/tanh
-PRESET = "bytes-2"
+PRESETS["bytes-3"] = {**PRESETS["bytes-2"], "selected_weights": True, "selected_prior": 100.0,  # bytes-2, mixed
+                      "selected_step": "diagonal", "selected_rate": 1.0, "selected_discount": 0.000244140625}
+PRESET = "bytes-3"
 
 
 class FormatError(ValueError):
@@ -70,6 +73,7 @@ class Header:
     block_size: int
     build: str  # what produced the file: seqd, numba and numpy versions, the CPU target (informative)
     size: int = 0  # bytes the header took in the file it was read from
+    preset: str = PRESET  # the preset the file names (a writer names the current one, PRESET)
 
     def to_bytes(self) -> bytes:
         check_config(self.config)
@@ -239,7 +243,7 @@ def read_header(reader: BinaryIO) -> Header:
         raise
     except (ValueError, TypeError, KeyError) as exc:
         raise FormatError(f"damaged header: {exc}") from None
-    return Header(config, block_size, meta.get("build", ""), _HEAD.size + hlen + 4)
+    return Header(config, block_size, meta.get("build", ""), _HEAD.size + hlen + 4, meta["preset"])
 
 
 def _check_numerics(version: int, numerics: str) -> None:

@@ -28,6 +28,7 @@ import math
 
 from .kernels.elementary import NUMERICS
 from .online import OnlineConfig
+from .online.config import SELECTED_STEPS
 from .online.codec import max_encoded_bytes
 from .online.state import state_nbytes
 
@@ -64,14 +65,18 @@ FLOAT_BOUNDS = {
     "rate_shrink": (2.0 ** -30, 1.0 - 2.0 ** -30),
     "context_weight": (-16.0, 16.0),
     "context_prior": (2.0 ** -20, 2.0 ** 20),
+    "selected_prior": (2.0 ** -20, 2.0 ** 20),
+    "selected_rate": (2.0 ** -20, 2.0 ** 4),
+    "selected_discount": (2.0 ** -30, 0.5),
 }
 CHOICES = {
     "model": ("glnn", "gnn"),
     "activation": ("tanh", "logistic"),
     "method": ("rbpm", "ruop", "qdrbpm", "qdruop"),
+    "selected_step": SELECTED_STEPS,
     "numerics": tuple(NUMERICS),  # the container takes "libm" from format 1 files only (container.read_header)
 }
-BOOLS = ("column_context", "word_context")
+BOOLS = ("column_context", "word_context", "selected_weights")
 NULLABLE = ("transition_rate",)
 META_KEYS = {"preset": str, "config": dict, "block_size": int, "build": str}
 REQUIRED_META = ("preset", "config", "block_size")

@@ -91,6 +91,14 @@ REGISTRY: list[Entry] = [
     Entry("context-units", lambda: OnlineConfig(units=4, degree=2, alphabet_cap=128, window=5, **SOURCES, **TABLES)),
     Entry("context-only", lambda: OnlineConfig(units=0, alphabet_cap=256, window=5, **SOURCES, **TABLES),
           random=False),
+    # the mixer (selected weights) by each of its steps: diagonal metric (the default), block metric, gradient
+    Entry("mixer", lambda: OnlineConfig(units=4, degree=2, alphabet_cap=128, window=5, **SOURCES, **TABLES,
+                                        selected_weights=True)),
+    Entry("mixer-block", lambda: OnlineConfig(units=0, alphabet_cap=256, window=5, **SOURCES, **TABLES,
+                                              selected_weights=True, selected_step="block"), random=False),
+    Entry("mixer-gradient", lambda: OnlineConfig(units=0, alphabet_cap=256, window=5, **SOURCES, **TABLES,
+                                                 selected_weights=True, selected_step="gradient",
+                                                 selected_rate=0.01), random=False),
     # the daemon's presets (seqd.daemon.streams.PRESETS), as "preset-<name>"; "bytes" is also seqd compress's model
     Entry("preset-bytes", OnlineConfig.bytes_default),
     Entry("preset-glnn", OnlineConfig),

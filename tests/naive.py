@@ -765,6 +765,39 @@ class ContextReference:
         """Forget where the symbols ``key`` last occurred: a bounded match table gave their room away."""
         self.latest.pop(key, None)
 
+    def selecting_rows(self):
+        """The mixer's row of each source for the next symbol, and k, the number of contexts found.
+
+        A source's state is 0 when it does not vote; for a count source with a
+        context of total n over u distinct symbols: n itself for u = 1 and
+        n <= 3, then 4 (n 4-5), 5 (6-9), 6 (10-19), 7 (20 and more); for u = 2,
+        8 (n < 4), 9 (n < 10), 10; for u = 3 or 4, 11 (n < 8), 12; for u >= 5,
+        13 (n < 16), 14.  The match source's is 1 + its length bucket, the
+        buckets from 15 up merged.  The row is state * (S + 1) + k.
+        """
+        S = len(self.sources)
+        k = sum(1 for s, (kind, _) in enumerate(self.sources) if kind != CTX_MATCH and self.found(s))
+        rows = []
+        for s, (kind, _) in enumerate(self.sources):
+            if kind == CTX_MATCH:
+                state = 1 + min(match_bucket(self.match_length), 15) if self.match_length > 0 else 0
+            else:
+                table = self.tables[s].get(self.context(s)) or []
+                counts = [c for _, c in table if c > 0]
+                n, u = sum(counts), len(counts)
+                if u == 0:
+                    state = 0
+                elif u == 1:
+                    state = n if n <= 3 else 4 if n <= 5 else 5 if n <= 9 else 6 if n <= 19 else 7
+                elif u == 2:
+                    state = 8 if n < 4 else 9 if n < 10 else 10
+                elif u <= 4:
+                    state = 11 if n < 8 else 12
+                else:
+                    state = 13 if n < 16 else 14
+            rows.append(state * (S + 1) + k)
+        return rows, k
+
     def codes(self):
         """{symbol: internal code}: codes 1, 2, ... in order of first appearance (0 is the escape)."""
         return {y: i + 1 for i, y in enumerate(self.seen)}
@@ -791,3 +824,36 @@ def context_block_update(P, x, curv, err, w, discount, prior, centre, eta, updat
     grad = err * x - discount * prior * (w - centre)
     step = P_after @ grad
     return P_after, step, w + eta * step, err - curv * eta * float(x @ step)
+
+
+def selected_weights_step(method, P, h, u, x, curv, err, discount, prior, rate, updates):
+    """The mixer's step after one symbol (``writing.selected_writing_update``), densely.
+
+    ``u`` holds each source's selected weight, ``h`` their diagonal metric
+    terms, ``x[s, y]`` each source's activity for code y (0 where it does not
+    vote).  Every logit y holds sum_s x[s, y] u[s], so the log-loss gradient
+    is g = x @ err, and the step direction is taken on g - discount * prior * u:
+
+    * "diagonal": h <- (1 - discount) h + g^2 + discount * prior, step = that / h;
+    * "block": the outer-product metric M = P^-1 is discounted by
+      (1 - discount), gains g g^T and the cycled prior mass
+      S * discount * prior on coordinate (updates mod S); step = M^-1 (that);
+    * "gradient": the metric is untouched and the step is that itself.
+
+    The error left is err - curv * (x^T (rate * step)).
+    Returns (P after, h after, u after, err after).
+    """
+    S = len(u)
+    g = x @ err
+    grad = g - discount * prior * u
+    if method == "diagonal":
+        h = (1.0 - discount) * h + g * g + discount * prior
+        step = grad / h
+    elif method == "block":
+        M = (1.0 - discount) * np.linalg.inv(P) + np.outer(g, g)
+        M[updates % S, updates % S] += S * discount * prior
+        P = np.linalg.inv(M)
+        step = P @ grad
+    else:
+        step = grad
+    return P, h, u + rate * step, err - curv * (x.T @ (rate * step))

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from seqd.cli import main
+from seqd.core.container import PRESET
 
 LINES = b"".join(f"2026-11-22 08:{i % 60:02d}:{i % 59:02d} INFO worker-{i % 5} done job {i}\n".encode()
                  for i in range(400))
@@ -187,7 +188,7 @@ def test_levels_pick_their_models_and_decode(tmp_path, capsys):
     assert main(["decompress", "-l", "--json", str(tmp_path / "a0.sqd"), str(tmp_path / "a1.sqd"),
                  str(tmp_path / "a3.sqd")]) == 0
     models = [f["model"] for f in json.loads(capsys.readouterr().out)["files"]]
-    assert models == ["bytes-2 fast", "bytes-2 max", "bytes-2"]
+    assert models == [f"{PRESET} fast", f"{PRESET} max", PRESET]
 
 
 def test_a_level_out_of_range_is_a_usage_error(tmp_path, capsys):

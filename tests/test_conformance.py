@@ -94,7 +94,7 @@ def test_test_and_list(here, capsys):
     assert main(["decompress", "-l", "--json", "a.log.sqd"]) == 0
     listed = json.loads(capsys.readouterr().out)["files"][0]
     assert listed["bytes_out"] == len(TEXT) and listed["bytes_in"] == os.path.getsize("a.log.sqd")
-    assert listed["blocks"] == -(-len(TEXT) // 4096) and listed["model"] == "bytes-2"
+    assert listed["blocks"] == -(-len(TEXT) // 4096) and listed["model"] == container.PRESET
     assert listed["written_by"].startswith("seqd ")
     data = bytearray((here / "a.log.sqd").read_bytes())
     data[len(data) // 2] ^= 0x40

@@ -51,8 +51,8 @@ from seqd.core.online.context import (
     observe,
 )
 from seqd.core.online.alphabet import activate_symbol
-from seqd.core.online.config import H
-from seqd.core.online.writing import context_writing_update, writing_update
+from seqd.core.online.config import SELECTED_STEPS, H
+from seqd.core.online.writing import context_writing_update, selected_writing_update, writing_update
 from seqd.core.online.state import ACTIVE, ETA_W, SYMBOLS, OnlineState, new_state
 
 REL = 1e-12
@@ -104,6 +104,7 @@ KINDS = {
     "all": dict(context_orders=(1, 3, 6), column_context=True, word_context=True, match_min=5,
                 context_entries=5, count_limit=12),
 }
+KINDS["mixed"] = dict(KINDS["all"], selected_weights=True)  # every source, and the mixer's selected weights
 
 
 # -- 1. every source against the dictionary reference ------------------------------------------
@@ -182,6 +183,7 @@ def compare_with_reference(cfg, x, references, check_all=True):
     ``check_all`` (one reference) every position is asserted instead.
     """
     st = new_state(cfg)
+    st.sel_w[...] = np.random.default_rng(7).normal(0.0, 0.5, st.sel_w.shape)  # the mixer's weights, if any
     hyper, flags = cfg.hyper(), cfg.flags()
     cap, m = cfg.alphabet_cap, cfg.match_min
     hashed = [s for s, (kind, _) in enumerate(cfg.sources) if kind != MATCH]
@@ -210,11 +212,16 @@ def compare_with_reference(cfg, x, references, check_all=True):
                 assert int(st.ctx_int[MATCH_LEN]) == ref.match_length, f"position {t}: match length"
                 if ref.match_length:
                     assert int(st.ctx_int[MATCH_PTR]) == ref.match_at, f"position {t}: match position"
-                # the votes: offset[y] = sum_s x_s(y) c_sy, and exactly 0 for codes nobody voted for
-                votes = np.zeros(width)
+                # the votes: offset[y] = sum_s x_s(y) (c_sy + u[r_s, s]), and exactly 0 for codes nobody voted for
+                rows = None
+                if cfg.selected_weights:
+                    rows, k = ref.selecting_rows()
+                    assert st.sel_row.tolist() == rows + [k], f"position {t}: the mixer's rows"
+                votes, scale = np.zeros(width), np.zeros(width)  # scale: the sum of |terms|, for rounding
                 for (s, code), v in want.items():
-                    votes[code] += v * cfg.context_weight
-                assert np.all(np.abs(offset[:width] - votes) <= REL * np.abs(votes)), f"position {t}: offset"
+                    votes[code] += v * (cfg.context_weight + (st.sel_w[rows[s], s] if rows else 0.0))
+                    scale[code] += abs(v * (cfg.context_weight + (st.sel_w[rows[s], s] if rows else 0.0)))
+                assert np.all(np.abs(offset[:width] - votes) <= REL * scale), f"position {t}: offset"
             elif first_disagreement[r] is None:
                 agree = storage.consistent and found == ref_found and set(got) == set(want) and \
                     all(math.isclose(got[k], v, rel_tol=REL, abs_tol=1e-300) for k, v in want.items()) and \
@@ -260,9 +267,9 @@ def test_features_match_the_dictionary_reference(size, kind, stream):
     # the inputs went through the paths that matter
     if kind != "match":
         assert ref.events["evicted"] > 0 and ref.events["halved"] > 0, ref.events
-    if kind in ("match", "all") and stream != "random":
+    if kind in ("match", "all", "mixed") and stream != "random":
         assert ref.events["match hit"] > 0 and ref.events["match miss"] > 0 and ref.events["match halved"] > 0
-    if kind in ("match", "all") and stream == "repeats":
+    if kind in ("match", "all", "mixed") and stream == "repeats":
         assert ref.longest_match >= 72  # the last length bucket
         assert ref.events["match verified to the limit"] > 0, ref.events
 
@@ -470,7 +477,7 @@ def test_writing_update_with_silent_context_units_is_the_plain_one(first):
     pi_t[first:width] = np.exp(logits[first:]) / np.exp(logits[first:]).sum()
     w_before = ctx.ctx_w.copy()
     for st, cfg in ((plain, plain_cfg), (ctx, ctx_cfg)):
-        writing_update(st, cfg.hyper(), a_t, pi_t, 3, first, width)
+        writing_update(st, cfg.hyper(), cfg.flags(), a_t, pi_t, 3, first, width)
     for name in ("w", "h0", "hd"):
         assert np.array_equal(getattr(plain, name), getattr(ctx, name)), name
     # the context blocks of the listed codes did step (towards the prior's centre), the others did not
@@ -549,6 +556,74 @@ def test_context_writing_update_matches_a_dense_inverse(seed):
         assert err_after[y] == pytest.approx(e, rel=1e-10, abs=1e-12)
         assert st.ctx_updates[y] == before["ctx_updates"][y] + 1 and st.ctx_updated[y] == st.counts[SYMBOLS] + 1
     assert np.array_equal(curv_after, curv)
+
+
+@pytest.mark.parametrize("step", SELECTED_STEPS)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_mixers_step_matches_a_dense_reference(seed, step):
+    cfg = OnlineConfig(units=2, degree=1, alphabet_cap=12, context_orders=(1, 2), word_context=True, match_min=3,
+                       context_bits=10, history_bits=10, match_bits=10, selected_discount=1 / 64,
+                       selected_weights=True, selected_prior=7.0, selected_step=step, selected_rate=0.6)
+    hyper, flags = cfg.hyper(), cfg.flags()
+    S, width = len(cfg.sources), 10
+    rng = np.random.default_rng(seed)
+    st = new_state(cfg)
+    st.counts[ACTIVE] = width - 1
+    for k in range(S + 1):
+        A = rng.normal(size=(S, S))
+        P = np.linalg.inv(A @ A.T + 0.5 * np.eye(S))
+        st.sel_P[k] = 0.5 * (P + P.T)
+    st.sel_w[...] = rng.normal(0.0, 0.5, st.sel_w.shape)
+    st.sel_h[...] = rng.uniform(0.5, 20.0, st.sel_h.shape)
+    st.sel_updates[...] = rng.integers(0, 100, S + 1)
+    k = 2
+    rows = [int(r) for r in rng.integers(0, st.sel_w.shape[0], S)]
+    st.sel_row[:S] = rows
+    st.sel_row[S] = k
+    listed = [(0, 5), (2, 2), (1, 5), (3, 8), (0, 2), (2, 6), (1, 6), (0, 6)]  # source 3 (the match) votes for 8
+    for q, (s, y) in enumerate(listed):
+        st.feat[s, y] = rng.normal(0.0, 2.0)
+        st.feat_nz[q] = (s, y)
+    st.ctx_int[NNZ] = len(listed)
+    curv = rng.uniform(0.01, 0.25, width)
+    err = rng.uniform(-1.0, 1.0, width)
+    before = {name: np.array(getattr(st, name), copy=True) for name in ("sel_P", "sel_h", "sel_w", "sel_updates")}
+    active = (rows, list(range(S)))
+    P, h, u_after, err_want = naive.selected_weights_step(
+        step, before["sel_P"][k], before["sel_h"][active], before["sel_w"][active], st.feat[:, :width], curv, err,
+        cfg.selected_discount, cfg.selected_prior, cfg.selected_rate, int(before["sel_updates"][k]))
+    err_after = err.copy()
+    selected_writing_update(st, hyper, flags, curv, err_after)
+    np.testing.assert_allclose(st.sel_P[k], P, rtol=1e-10, atol=1e-10 * np.abs(P).max())
+    assert np.array_equal(st.sel_P[k], st.sel_P[k].T)
+    np.testing.assert_allclose(st.sel_h[active], h, rtol=1e-12)
+    np.testing.assert_allclose(st.sel_w[active], u_after, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(err_after, err_want, rtol=1e-10, atol=1e-12)
+    # nothing else moved: the other blocks and counters, the weights and terms of the rows not selected
+    others = [j for j in range(S + 1) if j != k]
+    assert np.array_equal(st.sel_P[others], before["sel_P"][others])
+    assert int(st.sel_updates[k]) == before["sel_updates"][k] + (step == "block")
+    assert np.array_equal(st.sel_updates[others], before["sel_updates"][others])
+    moved = np.zeros(st.sel_w.shape, dtype=bool)
+    moved[active] = True
+    assert np.array_equal(st.sel_w[~moved], before["sel_w"][~moved])
+    assert np.array_equal(st.sel_h[~moved], before["sel_h"][~moved])
+
+
+def test_the_mixer_learns_and_restores_bit_for_bit():
+    """A mixed learner moves its selected weights where the votes were, and a snapshot continues it exactly."""
+    cfg = OnlineConfig(units=2, degree=1, context_orders=(1, 2, 4), column_context=True, word_context=True,
+                       match_min=4, context_bits=12, history_bits=12, match_bits=12, selected_weights=True)
+    x = log_text(600, seed=11)
+    learner = OnlineLearner(cfg)
+    learner.learn(x[:len(x) // 2])
+    restored = OnlineLearner.from_bytes(learner.to_bytes())
+    assert np.array_equal(learner.learn(x[len(x) // 2:]), restored.learn(x[len(x) // 2:]))
+    for name in ("sel_w", "sel_h", "sel_P", "sel_updates"):
+        assert np.array_equal(getattr(learner.state, name), getattr(restored.state, name)), name
+    S = len(cfg.sources)
+    assert learner.state.sel_h.min() >= cfg.selected_prior * (1 - cfg.selected_discount) ** len(x)
+    assert np.count_nonzero(np.abs(learner.state.sel_w) > 1e-3) > 4 * S  # many rows learned, not one
 
 
 # -- 6. configuration ----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ Problems are tiny (a few units, a few symbols, a few thousand steps).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import mmap
 import struct
@@ -444,6 +445,38 @@ def test_snapshot_parts_are_the_format_built_independently_and_views_of_the_stat
     if np.little_endian:  # the arrays are written from the state itself, not from a copy
         for part, arr in zip(parts[1:-1], learner.state):
             assert arr.nbytes == 0 or np.shares_memory(np.frombuffer(part, dtype=np.uint8), arr)
+
+
+def _older_snapshot(learner, version: int, drop: tuple[str, ...], config_drop: tuple[str, ...]) -> bytes:
+    """``learner``'s snapshot as an older seqd wrote it: without the arrays and settings it did not have."""
+    import json
+    config = {k: v for k, v in dataclasses.asdict(learner.config).items() if k not in config_drop}
+    names = [name for name in learner.state._fields if name not in drop]
+    header = json.dumps({"config": config, "arrays": [[name, getattr(learner.state, name).dtype.str,
+                                                       list(getattr(learner.state, name).shape)] for name in names]},
+                        sort_keys=True).encode()
+    payload = snapshot._HEADER.pack(snapshot.FORMAT_MAGIC, version, len(header)) + header \
+        + b"".join(np.ascontiguousarray(getattr(learner.state, name)).astype(
+            getattr(learner.state, name).dtype.newbyteorder("<")).tobytes() for name in names)
+    return _with_crc(payload)
+
+
+def test_a_version_2_snapshot_restores_without_a_mixer_and_continues_exactly():
+    cfg = OnlineConfig(units=3, degree=2, context_orders=(1, 2, 3), word_context=True, match_min=4,
+                       context_bits=10, history_bits=10, match_bits=10)
+    x = np.frombuffer(b"GET /index.html 200\nGET /login 302\nPOST /login 200\n" * 30, dtype=np.uint8)
+    learner = OnlineLearner(cfg)
+    learner.learn(x[:700])
+    old = _older_snapshot(learner, 2, snapshot.NEW_IN_3,
+                          ("selected_weights", "selected_prior", "selected_step", "selected_rate",
+                           "selected_discount"))
+    restored = OnlineLearner.from_bytes(old)
+    assert not restored.config.selected_weights and restored.state.sel_w.size == 0
+    assert np.array_equal(restored.learn(x[700:]), learner.learn(x[700:]))
+    # a version 2 snapshot that claims a mixer is refused: that version had none
+    mixed = OnlineLearner(dataclasses.replace(cfg, selected_weights=True))
+    with pytest.raises(ValueError, match="cannot hold a mixer"):
+        OnlineLearner.from_bytes(_older_snapshot(mixed, 2, snapshot.NEW_IN_3, ()))
 
 
 def test_from_bytes_rejects_damaged_snapshots():

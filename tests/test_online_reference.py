@@ -68,6 +68,15 @@ def test_writing_step_is_the_dense_discounted_newton_step(entry):
             eta = learner.stats["writing_rate"]
             err = np.array([(1.0 if y == target else 0.0) - pi[y] for y in range(len(pi))])
             voted = sorted({int(st.feat_nz[q, 1]) for q in range(int(st.ctx_int[NNZ]))})
+            sel_w, sel_h, sel_P = st.sel_w.copy(), st.sel_h.copy(), st.sel_P.copy()
+            if config.selected_weights:  # the mixer steps first of all
+                S = len(config.sources)
+                active, block = (st.sel_row[:S], np.arange(S)), int(st.sel_row[S])
+                curv = np.array([p * (1.0 - p) for p in pi])
+                sel_P[block], sel_h[active], sel_w[active], err = naive.selected_weights_step(
+                    config.selected_step, st.sel_P[block], st.sel_h[active], st.sel_w[active], st.feat[:, :len(pi)],
+                    curv, err, config.selected_discount, config.selected_prior, config.selected_rate,
+                    int(st.sel_updates[block]))
             ctx_w, ctx_P = st.ctx_w.copy(), st.ctx_P.copy()
             for y in voted:  # the context weights step first, and leave the network the rest of the error
                 ctx_P[y], _, ctx_w[:, y], err[y] = naive.context_block_update(
@@ -75,12 +84,15 @@ def test_writing_step_is_the_dense_discounted_newton_step(entry):
                     config.writing_discount, config.context_prior, config.context_weight, eta, st.ctx_updates[y])
             w, h0, hd = naive.online_writing_step(st.w, st.h0, st.hd, st.a[k], pi, target, first, width,
                                                   config.writing_discount, config.writing_prior, eta, err)
-            writing_update(st, hyper, st.a[k], st.pi[k], target, first, width)
+            writing_update(st, hyper, flags, st.a[k], st.pi[k], target, first, width)
             close(st.w, w)
             close(st.h0, h0)
             close(st.hd, hd)
             close(st.ctx_w, ctx_w)
             close(st.ctx_P, ctx_P, rel=1e-10)
+            close(st.sel_w, sel_w)
+            close(st.sel_h, sel_h)
+            close(st.sel_P, sel_P, rel=1e-10)
             checked["new symbol"] += target == 0
             checked["escape retired"] += first
             checked["context votes"] += len(voted)

@@ -23,6 +23,10 @@ from ..kernels.elementary import NUMERICS
 from ..model import ACTIVATIONS
 from .context import COLUMN, MATCH, ORDER, WORD
 
+# the mixer's steps (writing.selected_writing_update): a diagonal outer-product metric per weight, one full
+# outer-product block per number of sources found (Sherman-Morrison), or no metric (a plain gradient step)
+SELECTED_STEPS = ("diagonal", "block", "gradient")
+DIAGONAL, BLOCK, GRADIENT = range(len(SELECTED_STEPS))
 # the float settings the kernels read, in their order in ``OnlineConfig.hyper()``
 HYPER = (
     "leak",
@@ -36,6 +40,9 @@ HYPER = (
     "rate_shrink",
     "context_weight",
     "context_prior",
+    "selected_prior",
+    "selected_rate",
+    "selected_discount",
 )
 # the integer settings the kernels read, in their order in ``OnlineConfig.flags()``
 FLAGS = (
@@ -48,6 +55,7 @@ FLAGS = (
     "context_bits",
     "count_limit",
     "match_min",
+    "selected_method",
 )
 
 
@@ -98,15 +106,21 @@ class OnlineConfig:
     match_bits: int = 18  # log2 of the match model's hash table
     context_weight: float = 0.3  # initial context weight, and the centre of its prior
     context_prior: float = 10.0  # prior mass kept in the context weights' metric (lambda_w for them)
+    # the mixer (context.py): context weights shared across symbols, one per source and selecting context
+    selected_weights: bool = False  # off: each (source, symbol) weight alone; always off without context units
+    selected_prior: float = 100.0  # prior mass kept in their metric (lambda for them), centred on 0
+    selected_step: str = "diagonal"  # their metric (writing.SELECTED_STEPS): diagonal, block, or none: gradient
+    selected_rate: float = 1.0  # the step's rate: 1 for a metric's Newton step; the gradient step's is tuned
+    selected_discount: float = 1.0 / 4096  # gamma of their metric's discounted sums
     # exp/log/tanh: "ieee", seqd's own (kernels/elementary.py), the same bits on every machine; "libm", the
     # C library's, which only format 1 .sqd files need (docs/format.md)
     numerics: str = "ieee"
 
     @classmethod
     def bytes_default(cls, **overrides) -> "OnlineConfig":
-        """The default model for byte streams (logs, ``seqd compress``): a small GLNN plus context units."""
+        """The default model for byte streams (logs, ``seqd compress``): a small GLNN plus context units, mixed."""
         settings = dict(units=4, context_orders=(1, 2, 3, 4, 6, 8, 12, 16), column_context=True,
-                        word_context=True, match_min=6)
+                        word_context=True, match_min=6, selected_weights=True)
         settings.update(overrides)
         return cls(**settings)
 
@@ -134,6 +148,14 @@ class OnlineConfig:
             raise ValueError(f"context_prior must be finite and > 0, got {self.context_prior}")
         if not math.isfinite(self.context_weight):
             raise ValueError(f"context_weight must be finite, got {self.context_weight}")
+        if self.selected_weights and not self.sources:  # nothing to mix: the model is the one without a mixer
+            object.__setattr__(self, "selected_weights", False)
+        if not (math.isfinite(self.selected_prior) and self.selected_prior > 0.0):
+            raise ValueError(f"selected_prior must be finite and > 0, got {self.selected_prior}")
+        if not (math.isfinite(self.selected_rate) and self.selected_rate > 0.0):
+            raise ValueError(f"selected_rate must be finite and > 0, got {self.selected_rate}")
+        if self.selected_step not in SELECTED_STEPS:
+            raise ValueError(f"selected_step must be one of {SELECTED_STEPS}, got {self.selected_step!r}")
         if self.model not in ("glnn", "gnn"):
             raise ValueError(f"online model must be 'glnn' or 'gnn' (gated, per-symbol metric blocks), got {self.model!r}")
         if self.activation not in ACTIVATIONS:
@@ -150,7 +172,7 @@ class OnlineConfig:
             raise ValueError(f"alphabet_cap must be in [1, 65536], got {self.alphabet_cap}")
         if self.window < 1:
             raise ValueError(f"window must be >= 1, got {self.window}")
-        for name in ("writing_discount", "metric_discount"):
+        for name in ("writing_discount", "metric_discount", "selected_discount"):
             v = getattr(self, name)
             if not 0.0 < v < 1.0:
                 raise ValueError(f"{name} must be in (0, 1), got {v}")
@@ -177,6 +199,11 @@ class OnlineConfig:
         if self.match_min:
             out.append((MATCH, self.match_min))
         return out
+
+    @property
+    def selected_method(self) -> int:
+        """The selected weights' step as the kernels name it: its position in ``SELECTED_STEPS``."""
+        return SELECTED_STEPS.index(self.selected_step)
 
     @property
     def leak(self) -> float:

@@ -46,6 +46,24 @@ Sources (each deterministic, bounded in memory, O(small) per symbol):
 
 The line structure uses symbol 10 (newline), so column and word help byte
 streams; on other alphabets they are harmless and can be switched off.
+
+**The mixer** (``selected_weights``).  A weight c_sy sees an update only
+when its symbol was voted for, so on a log most of them hardly move from
+their initial value.  With the mixer each vote also carries a weight shared
+by all symbols, chosen by a small selecting context:
+
+    sum_s x_s(y) (c_sy + u[r_s, s]),   r_s = b_s * (S + 1) + k,
+
+where b_s is the *state* of source s's context (how often it was seen, and
+how many distinct symbols followed it: a context seen 12 times with one
+symbol is trusted far more than one seen twice with two; for the match
+source, the length of the match) and k is how many sources found their
+context at all.  Each row of u is a weight vector in which the source's
+vote is calibrated for that situation, learned from every symbol that meets
+it.  ``writing.py`` steps the selected weights first, by a Newton step in
+the outer-product metric (seed 004, Definition 14) of the block selected by
+k, discounted and kept inverted by Sherman-Morrison (seed 004 §1.3); the
+per-symbol weights then step on the error that remains.
 """
 
 from __future__ import annotations
@@ -65,6 +83,9 @@ POS, MATCH_PTR, MATCH_LEN, LINE_START, PREV_LINE_START, PREV_LINE_LEN, FIELD, WO
 NEWLINE = 10
 MATCH_BUCKETS = 24  # match lengths 0..15 one by one, then 16-23, 24-31, ... (see _match_bucket)
 MATCH_VERIFY = 32  # longest length credited to a match found by hash (it grows by one per hit after)
+# the selected weights' source states b_s: 0 for a source that does not vote, 1..14 for a count source's
+# (total, distinct) (_count_state), 1..16 for the match source's length (its bucket, the long ones merged)
+SELECTING_BUCKETS = 17
 EMPTY = -1  # the time before the stream started, and "nothing above": no symbol takes this value
 EMPTY_HASHED = 0xFFFF  # what EMPTY is hashed as (its value when it was one; byte streams hash as before)
 TOP_HASHED = 0x10000  # what symbol 0xFFFF is hashed as, so that it never hashes as EMPTY
@@ -185,18 +206,48 @@ def _add_feature(st, s, code, value):
     st.ctx_int[NNZ] = n + 1
 
 
+@inline_kernel
+def _count_state(n, u):
+    """A count source's state in 1..14 from its context's total count n and distinct symbols u (u >= 1)."""
+    if u == 1:  # deterministic so far: by how often it was seen
+        if n <= 3:
+            return n
+        if n <= 5:
+            return 4
+        if n <= 9:
+            return 5
+        if n <= 19:
+            return 6
+        return 7
+    if u == 2:
+        return 8 if n < 4 else (9 if n < 10 else 10)
+    if u <= 4:
+        return 11 if n < 8 else 12
+    return 13 if n < 16 else 14
+
+
 @kernel
 def features(st, cap, bits, offset, width):
     """The context units' activities for the next symbol, and their votes.
 
     Writes x_s(y) into ``st.feat`` (listing the non-zero entries in
     ``st.feat_nz``) and ``offset[y] = sum_s x_s(y) c_sy`` over the active
-    codes ``y < width``.
+    codes ``y < width``, plus ``x_s(y) u[r_s, s]`` with the selected weights
+    (their rows r_s, then the block k, in ``st.sel_row``).
     """
     locate(st, bits)
     S = st.ctx_kind.shape[0]
     M = st.ctx_sym.shape[2]
     st.ctx_int[NNZ] = 0
+    selected = st.sel_w.shape[0] > 0
+    if selected:
+        found = 0
+        for s in range(S):
+            if st.ctx_kind[s, 0] != MATCH:
+                found += st.ctx_found[s]
+        for s in range(S):
+            st.sel_row[s] = found  # state 0 until the source votes: silent
+        st.sel_row[S] = found
     # the interpolated chain: acc(y) = scale * p_0(y) + extra[y], with extra kept sparse
     scale = 1.0
     n_list = 0
@@ -211,6 +262,8 @@ def features(st, cap, bits, offset, width):
                 hits = st.match_stats[0, b]
                 tries = st.match_stats[1, b]
                 _add_feature(st, s, st.code_of[predicted], log_of(st.numerics, (hits + 0.5) / (tries - hits + 0.5)))
+                if selected:
+                    st.sel_row[s] = (1 + min(b, SELECTING_BUCKETS - 2)) * (S + 1) + st.sel_row[S]
             continue
         if st.ctx_found[s] == 0:
             continue
@@ -224,6 +277,8 @@ def features(st, cap, bits, offset, width):
                 u += 1
         if u == 0:
             continue
+        if selected:
+            st.sel_row[s] = _count_state(n, u) * (S + 1) + st.sel_row[S]
         if kind == ORDER:
             for e in range(M):
                 c = np.int64(st.ctx_cnt[s, slot, e])
@@ -256,10 +311,16 @@ def features(st, cap, bits, offset, width):
         st.acc_mark[y] = 0
     for y in range(width):
         offset[y] = 0.0
-    for q in range(st.ctx_int[NNZ]):
-        s = st.feat_nz[q, 0]
-        y = st.feat_nz[q, 1]
-        offset[y] += st.feat[s, y] * st.ctx_w[s, y]
+    if selected:
+        for q in range(st.ctx_int[NNZ]):
+            s = st.feat_nz[q, 0]
+            y = st.feat_nz[q, 1]
+            offset[y] += st.feat[s, y] * (st.ctx_w[s, y] + st.sel_w[st.sel_row[s], s])
+    else:
+        for q in range(st.ctx_int[NNZ]):
+            s = st.feat_nz[q, 0]
+            y = st.feat_nz[q, 1]
+            offset[y] += st.feat[s, y] * st.ctx_w[s, y]
 
 
 @kernel

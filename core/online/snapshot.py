@@ -24,7 +24,8 @@ from .state import ACTIVE, WINDOW_POS, OnlineState, new_state
 from .tables import owned_copy
 
 FORMAT_MAGIC = b"SEQDLRN\x00"
-FORMAT_VERSION = 2  # 2 adds the numerics marker array (version 1 snapshots restore with 'ieee')
+FORMAT_VERSION = 3  # 2 adds the numerics marker array (version 1 snapshots restore with 'ieee'); 3 the mixer's
+NEW_IN_3 = ("sel_w", "sel_P", "sel_h", "sel_updates", "sel_row")  # arrays of the selected weights (empty in older configs)
 
 _HEADER = struct.Struct("<8sII")  # magic, version, header length
 
@@ -89,6 +90,11 @@ def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
         offset += n
     if version == 1 and "numerics" not in arrays:  # before numerics existed: seqd's own from now on
         arrays["numerics"] = numerics_marker(config.numerics)
+    if version < 3 and not set(NEW_IN_3) & set(arrays):  # before the mixer: its (empty) arrays
+        if config.selected_weights:
+            raise ValueError(f"learner snapshot format {version} cannot hold a mixer (selected_weights)")
+        empty = new_state(config)
+        arrays.update({name: getattr(empty, name) for name in NEW_IN_3})
     if set(arrays) != set(OnlineState._fields):
         raise ValueError("learner snapshot does not hold the expected arrays")
     state = OnlineState(**{name: owned_copy(arrays[name]) for name in OnlineState._fields})
@@ -98,7 +104,7 @@ def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
         if got.shape != want.shape or got.dtype != want.dtype:
             raise ValueError(f"learner snapshot array {name!r} is {got.dtype}{list(got.shape)}, "
                              f"expected {want.dtype}{list(want.shape)}")
-    for name in ("w", "tau", "h0", "hd", "metric", "V", "a", "reals"):
+    for name in ("w", "tau", "h0", "hd", "metric", "V", "a", "reals", "sel_w", "sel_P", "sel_h"):
         if not np.all(np.isfinite(getattr(state, name))):
             raise ValueError(f"learner snapshot holds a non-finite value in {name!r}")
     _check_indices(config, state)
@@ -167,3 +173,7 @@ def _check_context(config: OnlineConfig, state: OnlineState) -> None:
         raise bad("the match table holds positions beyond the stream")
     if int(ints[NNZ]) != 0 or state.feat.any():
         raise bad("context activities are left over between symbols")
+    rows, S = state.sel_w.shape
+    if rows and (state.sel_row.min() < 0 or state.sel_row[:S].max() >= rows or state.sel_row[S] > S
+                 or state.sel_updates.min() < 0 or not (state.sel_h > 0.0).all()):
+        raise bad("the selected weights' rows or counts are out of range")

@@ -18,7 +18,7 @@ from ..kernels.elementary import NUMERICS, atanh, logistic, tanh
 from ..kernels.network import Network
 from ..model import random_graph
 from .config import F, H, OnlineConfig
-from .context import CTX_INTS, MATCH, MATCH_BUCKETS
+from .context import CTX_INTS, MATCH, MATCH_BUCKETS, SELECTING_BUCKETS
 from .tables import table_array
 
 # positions in the `reals` array (REALS of them) and in the `counts` array (COUNTS of them)
@@ -86,6 +86,13 @@ class OnlineState(NamedTuple):
     acc: np.ndarray  # (A,) work: the chain's sparse part
     acc_mark: np.ndarray  # (A,) int64 work
     acc_list: np.ndarray  # (S*E,) int64 work
+    # the selected weights (context.py, the mixer); empty arrays when they are off.  R = S + 1 metric blocks,
+    # one per number of sources whose context was found; context.SELECTING_BUCKETS * R rows of weights
+    sel_w: np.ndarray  # (SELECTING_BUCKETS * R, S) the weights u[row, s]
+    sel_P: np.ndarray  # (R, S, S) inverse discounted outer-product metric of each block (step "block")
+    sel_h: np.ndarray  # (SELECTING_BUCKETS * R, S) discounted outer-product metric of each weight (step "diagonal")
+    sel_updates: np.ndarray  # (R,) int64: contributions received by each block
+    sel_row: np.ndarray  # (S+1,) int64 work: each source's row for the next symbol, then the block
     numerics: np.ndarray  # (0,): its dtype picks the exp/log/tanh every kernel compiles (kernels/elementary.py)
 
 
@@ -112,6 +119,9 @@ def new_state(config: OnlineConfig) -> OnlineState:
         state.ctx_kind[...] = config.sources
         state.ctx_w[...] = config.context_weight
         state.ctx_P[...] = np.eye(S) / config.context_prior
+        if config.selected_weights:
+            state.sel_P[...] = np.eye(S) / config.selected_prior
+            state.sel_h[...] = config.selected_prior
     state.reals[ETA_TAU] = 1.0 / max(N, 1) if config.transition_rate is None else config.transition_rate
     state.reals[ETA_W] = config.writing_rate
     # initial potentials V^0 = s^-1(beta_j / alpha) (seed 000 §2) for the GLNN; 0 for the GNN
@@ -138,6 +148,7 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
     H = 1 << config.history_bits if hashed else 0
     matching = any(kind == MATCH for kind, _ in config.sources)
     SH = S - int(matching)
+    R = S + 1 if config.selected_weights else 0
     f, i, u16, u32 = np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.uint16), np.dtype(np.uint32)
     window, cols, per_code = (K + 2, N + 1), (N + 1, A + 1), (A + 1, N + 1, D)
     shapes = dict(
@@ -154,7 +165,8 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
         hist=((H,), u16), match_table=((1 << config.match_bits if matching else 0,), i),
         match_stats=((2, MATCH_BUCKETS), i), feat=((S, A + 1), f), feat_nz=((S * E + S, 2), i),
         offset=((K + 1, A + 1), f), acc=((A if hashed else 0,), f), acc_mark=((A if hashed else 0,), i),
-        acc_list=((S * E,), i), numerics=((0,), np.dtype(NUMERICS[config.numerics])),
+        acc_list=((S * E,), i), sel_w=((SELECTING_BUCKETS * R, S), f), sel_P=((R, S, S), f),
+        sel_h=((SELECTING_BUCKETS * R, S), f), sel_updates=((R,), i), sel_row=((S + 1 if R else 0,), i), numerics=((0,), np.dtype(NUMERICS[config.numerics])),
     )
     return {name: shapes[name] for name in OnlineState._fields}
 

@@ -67,7 +67,7 @@ def learn_step(st, hyper, flags, symbol):
     pi_t = st.pi[k]
     code = st.code_of[symbol]
     target = code
-    writing_update(st, hyper, a_t, pi_t, target, 1 if st.counts[ACTIVE] == cap else 0, width)
+    writing_update(st, hyper, flags, a_t, pi_t, target, 1 if st.counts[ACTIVE] == cap else 0, width)
     if code == 0:
         code = activate_symbol(st, hyper, flags, symbol)
         width += 1

@@ -5,8 +5,11 @@ written by the seqd of that format and never rewritten: every later seqd must
 decode every file in every such directory to the bytes named in its
 ``MANIFEST.json`` (``tests/test_corpus.py``; the policy is in ``docs/format.md``).
 This script writes only the current format's directory, and in it only the
-cases it does not hold yet (a new model level, say): a file once written is
-never touched again.
+cases it does not hold yet (a new model level, or a new default preset): a
+file once written is never touched again.  The first preset of a format
+names its files ``<case>.sqd``; a later default preset of the same format
+(``container.PRESET``) names its own ``<case>-<preset>.sqd``, so each preset
+a format carries has frozen files of its own.
 
 The inputs are made here, from a fixed seed, so that nothing outside the
 repository is copied into it: a synthetic log, bytes of every value, an
@@ -23,6 +26,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+FIRST_PRESET = {1: "bytes-1", 2: "bytes-2"}  # the preset each format's files without a preset suffix were written with
 
 
 def synthetic_log(lines: int, seed: int) -> bytes:
@@ -73,7 +77,7 @@ def cases(levels: list[str]) -> list[tuple[str, bytes, list[str]]]:
 
 
 def main() -> int:
-    from seqd.core.container import FORMAT_VERSION
+    from seqd.core.container import FORMAT_VERSION, PRESET
 
     target = HERE / f"format-{FORMAT_VERSION}"
     levels = sys.argv[1:]  # level names to cover, e.g. 1 6 9
@@ -84,14 +88,15 @@ def main() -> int:
                             check=True).stdout.strip()
     added = []
     for name, data, options in cases(levels):
-        path = target / f"{name}.sqd"
+        stem = name if FIRST_PRESET.get(FORMAT_VERSION, PRESET) == PRESET else f"{name}-{PRESET}"
+        path = target / f"{stem}.sqd"
         if path.name in manifest["files"] or path.exists():
             continue
         sqd = subprocess.run([sys.executable, "-m", "seqd", "compress", "-c", "-q", *options, "-"],
                              input=data, capture_output=True, check=True).stdout
         path.write_bytes(sqd)
         manifest["files"][path.name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-                                        "options": options, "writer": writer}
+                                        "options": options, "writer": writer, "preset": PRESET}
         added.append(path.name)
     index.write_text(json.dumps(manifest, indent=1) + "\n")
     print(f"{target}: added {', '.join(added) or 'nothing (every case is there; files are never rewritten)'}")
