@@ -507,6 +507,15 @@ def test_learner_with_silent_context_units_equals_the_plain_learner(case):
 # -- 5. the context weights' Newton step against a dense metric -------------------------------------
 
 
+def _random_votes(st, rng, listed, width):
+    """Activities for the (source, code) pairs ``listed``, as ``features`` leaves them; random curvatures and errors."""
+    for q, (s, y) in enumerate(listed):
+        st.feat[s, y] = rng.normal(0.0, 2.0)
+        st.feat_nz[q] = (s, y)
+    st.ctx_int[NNZ] = len(listed)
+    return rng.uniform(0.01, 0.25, width), rng.uniform(-1.0, 1.0, width)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_context_writing_update_matches_a_dense_inverse(seed):
     cfg = OnlineConfig(units=2, degree=1, alphabet_cap=12, context_orders=(1, 2), word_context=True, match_min=3,
@@ -527,12 +536,7 @@ def test_context_writing_update_matches_a_dense_inverse(seed):
     st.ctx_updates[:width] = rng.integers(0, 100, width)
     # codes 2, 5, 6 get votes from several sources (listed in any order), code 8 from the match alone
     listed = [(0, 5), (2, 2), (1, 5), (3, 8), (0, 2), (2, 6), (1, 6), (0, 6), (3, 5)]
-    for q, (s, y) in enumerate(listed):
-        st.feat[s, y] = rng.normal(0.0, 2.0)
-        st.feat_nz[q] = (s, y)
-    st.ctx_int[NNZ] = len(listed)
-    curv = rng.uniform(0.01, 0.25, width)
-    err = rng.uniform(-1.0, 1.0, width)
+    curv, err = _random_votes(st, rng, listed, width)
     before = {name: np.array(getattr(st, name), copy=True) for name in ("ctx_P", "ctx_w", "ctx_updates")}
     err_after, curv_after = err.copy(), curv.copy()
     context_writing_update(st, hyper, curv_after, err_after)
@@ -581,12 +585,7 @@ def test_the_mixers_step_matches_a_dense_reference(seed, step):
     st.sel_row[:S] = rows
     st.sel_row[S] = k
     listed = [(0, 5), (2, 2), (1, 5), (3, 8), (0, 2), (2, 6), (1, 6), (0, 6)]  # source 3 (the match) votes for 8
-    for q, (s, y) in enumerate(listed):
-        st.feat[s, y] = rng.normal(0.0, 2.0)
-        st.feat_nz[q] = (s, y)
-    st.ctx_int[NNZ] = len(listed)
-    curv = rng.uniform(0.01, 0.25, width)
-    err = rng.uniform(-1.0, 1.0, width)
+    curv, err = _random_votes(st, rng, listed, width)
     before = {name: np.array(getattr(st, name), copy=True) for name in ("sel_P", "sel_h", "sel_w", "sel_updates")}
     active = (rows, list(range(S)))
     P, h, u_after, err_want = naive.selected_weights_step(
