@@ -73,7 +73,7 @@ class Header:
     block_size: int
     build: str  # what produced the file: seqd, numba and numpy versions, the CPU target (informative)
     size: int = 0  # bytes the header took in the file it was read from
-    preset: str = PRESET  # the preset the file names (a writer names the current one, PRESET)
+    preset: str = PRESET  # the preset a file read names; to_bytes always writes PRESET and the settings that differ
 
     def to_bytes(self) -> bytes:
         check_config(self.config)

@@ -36,7 +36,7 @@ from .pending import (AwaitNamespace, AwaitPosition, AwaitSync, AwaitWorker, Cre
 from .reports import Created, CreateFailed
 from .config import ServeConfig
 from .state_dir import StateDirectory
-from .streams import Stream, config_dict, make_config
+from .streams import Stream, config_dict, is_earlier_preset, make_config
 from .waiters import Waiters
 
 log = logging.getLogger("seqd")
@@ -138,7 +138,8 @@ class Requests:
                                  retry_after_ms=CREATE_RETRY_MS)
         if name in self.streams:
             existing = self.streams[name]
-            if req.exist_ok and (req.config is None and req.preset is None or existing.config == config):
+            if req.exist_ok and (req.config is None and req.preset is None or existing.config == config
+                                 or is_earlier_preset(existing.config, req.preset, req.config)):
                 return Reply.success(req.id, stream=name, created=False, config=config_dict(existing.config))
             return Reply.failure(req.id, P.STREAM_EXISTS, f"stream {name!r} exists" +
                                  (" with another configuration" if req.exist_ok else ""))

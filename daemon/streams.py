@@ -51,6 +51,22 @@ PRESETS = {
 }
 
 
+# Earlier versions of a preset, for streams an older seqd created with it: such a stream keeps its model, and
+# a create with exist_ok that names the preset still finds it (seqd 0.2's "bytes" had no mixer).
+EARLIER = {"bytes": (lambda **overrides: OnlineConfig.bytes_default(**{"selected_weights": False, **overrides}),)}
+
+
+def is_earlier_preset(config: OnlineConfig, preset: str | None, overrides: dict | None) -> bool:
+    """Whether ``config`` is ``preset`` with ``overrides`` as an earlier seqd built it (:data:`EARLIER`)."""
+    for build in EARLIER.get(preset or "bytes", ()):
+        try:
+            if build(**(overrides or {})) == config:
+                return True
+        except (TypeError, ValueError):
+            continue
+    return False
+
+
 # What one request may ask of the daemon's memory and time: a model within these bounds is built in well
 # under a second, and its arrays are counted against max_state_bytes before it is kept.
 SERVED_BOUNDS = {"units": 512, "degree": 64, "window": 256, "context_bits": 22, "history_bits": 24,

@@ -166,6 +166,16 @@ def test_create_again_with_exist_ok(daemon):
     assert daemon("create", stream="x", preset="nope").code == P.BAD_CONFIG
 
 
+def test_exist_ok_finds_a_stream_an_earlier_seqd_made_with_the_preset(daemon):
+    """A stream created by seqd 0.2 with the "bytes" preset (no mixer) is that preset's stream, as it was made."""
+    daemon.create("old", {**SMALL_BYTES, "selected_weights": False})  # the model seqd 0.2 made for "bytes"
+    again = daemon("create", stream="old", exist_ok=True, preset="bytes", config=SMALL_BYTES)
+    assert again.ok and again.result["created"] is False and again.result["config"]["selected_weights"] is False
+    assert daemon("create", stream="old", exist_ok=True, preset="glnn").code == P.STREAM_EXISTS
+    assert daemon("create", stream="old", exist_ok=True, preset="bytes",
+                  config={**SMALL_BYTES, "units": 6}).code == P.STREAM_EXISTS
+
+
 def test_snapshot_requests_join_the_one_queued(daemon):
     stream = daemon.create("s")
     first, second = daemon("snapshot", stream="s"), daemon("snapshot", stream="s")

@@ -109,7 +109,7 @@ class OnlineConfig:
     # the mixer (context.py): context weights shared across symbols, one per source and selecting context
     selected_weights: bool = False  # off: each (source, symbol) weight alone; always off without context units
     selected_prior: float = 100.0  # prior mass kept in their metric (lambda for them), centred on 0
-    selected_step: str = "diagonal"  # their metric (writing.SELECTED_STEPS): diagonal, block, or none: gradient
+    selected_step: str = "diagonal"  # their metric (SELECTED_STEPS, above): diagonal, block, or none: gradient
     selected_rate: float = 1.0  # the step's rate: 1 for a metric's Newton step; the gradient step's is tuned
     selected_discount: float = 1.0 / 4096  # gamma of their metric's discounted sums
     # exp/log/tanh: "ieee", seqd's own (kernels/elementary.py), the same bits on every machine; "libm", the

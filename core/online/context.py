@@ -58,12 +58,13 @@ where b_s is the *state* of source s's context (how often it was seen, and
 how many distinct symbols followed it: a context seen 12 times with one
 symbol is trusted far more than one seen twice with two; for the match
 source, the length of the match) and k is how many sources found their
-context at all.  Each row of u is a weight vector in which the source's
-vote is calibrated for that situation, learned from every symbol that meets
-it.  ``writing.py`` steps the selected weights first, by a Newton step in
-the outer-product metric (seed 004, Definition 14) of the block selected by
-k, discounted and kept inverted by Sherman-Morrison (seed 004 §1.3); the
-per-symbol weights then step on the error that remains.
+context at all (the match model is not counted: k <= S - 1 with one).
+Each row of u is a weight vector in which the source's vote is calibrated
+for that situation, learned from every symbol that meets it.
+``writing.selected_writing_update`` steps the selected weights first, by a
+Newton step in their outer-product metric (seed 004, Definition 14), kept
+per weight by default; the per-symbol weights then step on the error that
+remains.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ NEWLINE = 10
 MATCH_BUCKETS = 24  # match lengths 0..15 one by one, then 16-23, 24-31, ... (see _match_bucket)
 MATCH_VERIFY = 32  # longest length credited to a match found by hash (it grows by one per hit after)
 # the selected weights' source states b_s: 0 for a source that does not vote, 1..14 for a count source's
-# (total, distinct) (_count_state), 1..16 for the match source's length (its bucket, the long ones merged)
+# (total, distinct) (_count_state), 2..16 for the match source's length (1 + its bucket, the long ones merged)
 SELECTING_BUCKETS = 17
 EMPTY = -1  # the time before the stream started, and "nothing above": no symbol takes this value
 EMPTY_HASHED = 0xFFFF  # what EMPTY is hashed as (its value when it was one; byte streams hash as before)

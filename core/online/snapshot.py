@@ -20,7 +20,7 @@ import numpy as np
 from ..kernels.elementary import numerics_marker
 from .config import OnlineConfig
 from .context import LINE_START, MATCH_LEN, MATCH_PTR, NNZ, ORDER0_TOTAL, POS, PREV_LINE_LEN, PREV_LINE_START
-from .state import ACTIVE, WINDOW_POS, OnlineState, new_state
+from .state import ACTIVE, WINDOW_POS, OnlineState, state_shapes
 from .tables import owned_copy
 
 FORMAT_MAGIC = b"SEQDLRN\x00"
@@ -90,20 +90,19 @@ def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
         offset += n
     if version == 1 and "numerics" not in arrays:  # before numerics existed: seqd's own from now on
         arrays["numerics"] = numerics_marker(config.numerics)
-    if version < 3 and not set(NEW_IN_3) & set(arrays):  # before the mixer: its (empty) arrays
+    shapes = state_shapes(config)  # what the configuration's state holds, computed without allocating it
+    if version < 3 and not set(NEW_IN_3) & set(arrays):  # before the mixer: its arrays, empty without one
         if config.selected_weights:
             raise ValueError(f"learner snapshot format {version} cannot hold a mixer (selected_weights)")
-        empty = new_state(config)
-        arrays.update({name: getattr(empty, name) for name in NEW_IN_3})
+        arrays.update({name: np.zeros(*shapes[name]) for name in NEW_IN_3})
     if set(arrays) != set(OnlineState._fields):
         raise ValueError("learner snapshot does not hold the expected arrays")
     state = OnlineState(**{name: owned_copy(arrays[name]) for name in OnlineState._fields})
-    reference = new_state(config)
-    for name in OnlineState._fields:
-        got, want = getattr(state, name), getattr(reference, name)
-        if got.shape != want.shape or got.dtype != want.dtype:
+    for name, (shape, dtype) in shapes.items():
+        got = getattr(state, name)
+        if got.shape != shape or got.dtype != dtype:
             raise ValueError(f"learner snapshot array {name!r} is {got.dtype}{list(got.shape)}, "
-                             f"expected {want.dtype}{list(want.shape)}")
+                             f"expected {dtype}{list(shape)}")
     for name in ("w", "tau", "h0", "hd", "metric", "V", "a", "reals", "sel_w", "sel_P", "sel_h"):
         if not np.all(np.isfinite(getattr(state, name))):
             raise ValueError(f"learner snapshot holds a non-finite value in {name!r}")
