@@ -3,6 +3,7 @@
     python bench/online.py logs    # every file of ../shared/data/logs: bits/byte beside the peer compressors
     python bench/online.py ablations [--jobs 2]  # each part of the byte-stream model changed in turn
     python bench/online.py scales     # the learned weight of each context source; the shared prior settings varied
+    python bench/online.py where      # where the bits go by kind of byte, and each file's distance to paq8px
     python bench/online.py tasks   # seed 000's tasks streamed once (training, then validation): regret vs PPMd
     python bench/online.py cost    # where the time goes per symbol, and cost vs stream length
 
@@ -174,6 +175,37 @@ def ablations(args) -> str:
     return "\n".join(lines)
 
 
+PAQ8PX = {  # ../shared/ANCHORS.md: paq8px v216 -8, bits per byte
+    "Apache_2k.log": 0.117, "HDFS_2k.log": 0.719, "HealthApp_2k.log": 0.203, "Linux_2k.log": 0.195,
+    "OpenSSH_2k.log": 0.111, "Proxifier_2k.log": 0.282, "Spark_2k.log": 0.142, "Zookeeper_2k.log": 0.202,
+    "dpkg.log": 0.142,
+}
+BYTE_CLASSES = (("digits", lambda x: (x >= 48) & (x <= 57)),
+                ("letters", lambda x: ((x >= 65) & (x <= 90)) | ((x >= 97) & (x <= 122))),
+                ("spaces and newlines", lambda x: (x == 32) | (x == 9) | (x == 10)))
+
+
+def where(args) -> str:
+    """Where the default's bits go, by kind of byte, and how far each file is from paq8px."""
+    files = log_files()
+    if not files:
+        return "No logs: ../shared/data/logs is absent here."
+    names = [name for name, _ in BYTE_CLASSES] + ["other (punctuation)"]
+    lines = ["| file | bits/byte | paq8px −8 (ANCHORS) | ratio | "
+             + " | ".join(f"{n}: bytes / bits" for n in names) + " |", "|---|---:|---:|---:|" + "---:|" * len(names)]
+    for path in files:
+        x = np.frombuffer(path.read_bytes(), dtype=np.uint8)
+        bits = OnlineLearner(BYTES).learn(x)
+        masks = [test(x) for _, test in BYTE_CLASSES]
+        masks.append(~np.logical_or.reduce(masks))
+        own, paq = bits.sum() / len(x), PAQ8PX.get(path.name)
+        lines.append(f"| {path.name} | {own:.3f} | " + (f"{paq:.3f} | {own / paq:.2f}× | " if paq else "— | — | ")
+                     + " | ".join(f"{m.mean():.0%} / {bits[m].sum() / bits.sum():.0%}" for m in masks) + " |")
+    lines += ["", "Each cell after the ratio: the share of the file's bytes of that kind, and the share of its "
+              "prequential bits they cost."]
+    return "\n".join(lines)
+
+
 PRIOR_SETTINGS = [  # the only settings the context weights share: their initial value and their prior mass
     ("default: initial weight 0.3, prior mass 10", BYTES),
     ("initial weight 0.1", replace(BYTES, context_weight=0.1)),
@@ -332,11 +364,12 @@ def cost(args) -> str:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=("logs", "ablations", "scales", "tasks", "cost"))
+    p.add_argument("what", choices=("logs", "ablations", "scales", "where", "tasks", "cost"))
     p.add_argument("--no-write", action="store_true")
     p.add_argument("--jobs", type=int, default=1, help="ablation rows run at once (one core each)")
     args = p.parse_args()
-    body = {"logs": logs, "ablations": ablations, "scales": scales, "tasks": tasks_table, "cost": cost}[args.what](args)
+    body = {"logs": logs, "ablations": ablations, "scales": scales, "where": where, "tasks": tasks_table,
+            "cost": cost}[args.what](args)
     config = OnlineConfig() if args.what in ("tasks", "cost") else BYTES
     text = f"Command: `{command_line('online.py')}`  \nMachine: {machine()}  \nConfiguration: `{config}`\n\n{body}\n"
     report(f"online_{args.what}", text, not args.no_write)
