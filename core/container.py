@@ -55,6 +55,7 @@ PRESETS = {
         "window": 16, "word_context": True, "writing_discount": 0.000244140625, "writing_prior": 1.0,
         "writing_rate": 1.0, "numerics": "libm",  # format 1 had no numerics setting: it used the C library's
         "selected_weights": False,  # nor the mixer (named here since bytes-3 made it the default)
+        "field_column_context": False,  # nor the field column source
     },
 }
 PRESETS["bytes-2"] = {**PRESETS["bytes-1"], "numerics": "ieee"}  # bytes-1 with seqd's own exp/log/tanh

@@ -550,11 +550,21 @@ class Case:
 # Only the bounded parts of the model are kept as the kernels keep them: ``entries``
 # (symbol, count) pairs per context, counts halved when one reaches ``limit``.
 
-CTX_ORDER, CTX_COLUMN, CTX_WORD, CTX_MATCH = 0, 1, 2, 3
+CTX_ORDER, CTX_COLUMN, CTX_WORD, CTX_MATCH, CTX_FIELD_COLUMN = 0, 1, 2, 3, 4
+FIELD_SLOTS, POSITION_CAP = 64, 255  # the field column tells 64 fields apart, and positions in them up to 255
 BEFORE_START = "before the stream"  # the symbol of a position before the stream, and "nothing above"
 LINE_END, FIELD_SEPARATORS = 10, (32, 9)
 COLUMN_CAP, FIELD_CAP = 1023, 255
 MATCH_VERIFY_LENGTH, MATCH_BUCKET_COUNT = 32, 24
+
+
+def field_starts(line):
+    """Where each of the first FIELD_SLOTS fields of ``line`` starts (a field starts after each space or tab)."""
+    starts = [0]
+    for i, symbol in enumerate(line):
+        if symbol in FIELD_SEPARATORS and len(starts) < FIELD_SLOTS:
+            starts.append(i + 1)
+    return starts
 
 
 def is_word_symbol(symbol):
@@ -606,6 +616,10 @@ class ContextReference:
       the previous line or BEFORE_START); ``above_limit`` (None: unbounded) is
       the longest previous line whose symbols are still known;
     * word: (field number capped at 255, the current word as a tuple);
+    * field column: (field number capped at 63, position in that field capped at
+      255, the symbol at that position of the same field of the previous line, or
+      BEFORE_START past its end or further back than ``history`` symbols); the
+      64th field runs to the end of the line;
     * match: the most recent earlier position whose preceding ``match_min``
       symbols are the current last ``match_min``, looked up after each symbol
       while no match is followed, verified backwards up to 32 symbols.
@@ -615,10 +629,11 @@ class ContextReference:
     tells it which contexts lost their room to another.
     """
 
-    def __init__(self, sources, cap, entries, limit, match_min, above_limit=None):
+    def __init__(self, sources, cap, entries, limit, match_min, above_limit=None, history=None):
         self.sources = [tuple(int(v) for v in src) for src in sources]
         self.cap, self.entries, self.limit, self.match_min = cap, entries, limit, match_min
         self.above_limit = above_limit
+        self.history_size = history
         self.tables = [dict() for _ in self.sources]  # context -> list of [symbol, count]
         self.order0 = {}
         self.history = []
@@ -651,6 +666,18 @@ class ContextReference:
             return (min(col, COLUMN_CAP), above)
         if kind == CTX_WORD:
             return (min(self.field, FIELD_CAP), self.word)
+        if kind == CTX_FIELD_COLUMN:
+            f = min(self.field, FIELD_SLOTS - 1)
+            pos = len(self.line) - field_starts(self.line)[f]
+            previous = field_starts(self.previous_line)
+            above = BEFORE_START
+            if f < len(previous):
+                at = previous[f] + pos
+                end = previous[f + 1] - 1 if f + 1 < len(previous) else len(self.previous_line)
+                back = len(self.line) + 1 + len(self.previous_line) - at  # how far back that symbol is
+                if at < end and (self.history_size is None or back <= self.history_size):
+                    above = self.previous_line[at]
+            return (f, min(pos, POSITION_CAP), above)
         raise ValueError(kind)
 
     def found(self, s):

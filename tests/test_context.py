@@ -100,6 +100,7 @@ KINDS = {
     "order": dict(context_orders=(1, 2, 3, 5), context_entries=3, count_limit=5),
     "column": dict(column_context=True, context_entries=4, count_limit=7),
     "word": dict(word_context=True, context_entries=4, count_limit=9),
+    "field": dict(field_column_context=True, context_entries=4, count_limit=9),
     "match": dict(match_min=4, count_limit=6),
     "all": dict(context_orders=(1, 3, 6), column_context=True, word_context=True, match_min=5,
                 context_entries=5, count_limit=12),
@@ -111,6 +112,7 @@ KINDS["mixed"] = dict(KINDS["all"], selected_weights=True)  # every source, and 
 
 
 def reference_for(cfg, **kwargs):
+    kwargs.setdefault("history", 1 << cfg.history_bits)
     return naive.ContextReference(cfg.sources, cfg.alphabet_cap, cfg.context_entries, cfg.count_limit,
                                   cfg.match_min, **kwargs)
 
@@ -272,6 +274,34 @@ def test_features_match_the_dictionary_reference(size, kind, stream):
     if kind in ("match", "all", "mixed") and stream == "repeats":
         assert ref.longest_match >= 72  # the last length bucket
         assert ref.events["match verified to the limit"] > 0, ref.events
+
+
+def test_the_field_column_past_its_64th_field_and_beyond_the_history():
+    """Lines of 70 fields (the 64th runs to the end of the line), some longer than the 1024 symbols kept."""
+    cfg = OnlineConfig(**ROOMY, field_column_context=True, history_bits=10, context_entries=4, count_limit=9)
+    rng = np.random.default_rng(5)
+    lines = []
+    for i in range(40):
+        digits = (10, 19) if i % 7 in (3, 4) else (1, 3)  # two long lines in seven: about the history's length
+        fields = [str(int(rng.integers(10 ** (digits[0] - 1), 10 ** int(rng.integers(*digits))))) for _ in range(70)]
+        lines.append((" " if i % 2 else "\t").join(fields))
+    x = np.frombuffer(("\n".join(lines) + "\n").encode(), dtype=np.uint8).astype(np.int64)
+    ref = reference_for(cfg)
+    compare_with_reference(cfg, x, [ref])  # asserts every position
+    longest = max(len(line) for line in lines)
+    assert (1 << cfg.history_bits) - 100 < longest < (1 << cfg.history_bits) + 300, longest  # the bound binds
+
+
+def test_a_snapshot_with_field_positions_out_of_range_is_refused():
+    cfg = OnlineConfig(**ROOMY, field_column_context=True, context_entries=4, count_limit=9)
+    learner = OnlineLearner(cfg)
+    learner.learn(log_text(60, seed=3))
+    OnlineLearner.from_bytes(learner.to_bytes())  # intact
+    for where, value in [((1, 65), 65), ((0, 3), -1), ((1, 2), int(learner.state.ctx_int[POS]) + 1)]:
+        damaged = OnlineLearner.from_bytes(learner.to_bytes())
+        damaged.state.fields[where] = value
+        with pytest.raises(ValueError, match="field column"):
+            OnlineLearner.from_bytes(damaged.to_bytes())
 
 
 def test_a_full_chain_votes_as_the_interpolated_estimate():

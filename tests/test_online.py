@@ -461,22 +461,29 @@ def _older_snapshot(learner, version: int, drop: tuple[str, ...], config_drop: t
     return _with_crc(payload)
 
 
-def test_a_version_2_snapshot_restores_without_a_mixer_and_continues_exactly():
+MIXER_SETTINGS = ("selected_weights", "selected_prior", "selected_step", "selected_rate", "selected_discount")
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_an_older_snapshot_restores_without_what_it_did_not_have_and_continues_exactly(version):
     cfg = OnlineConfig(units=3, degree=2, context_orders=(1, 2, 3), word_context=True, match_min=4,
-                       context_bits=10, history_bits=10, match_bits=10)
+                       context_bits=10, history_bits=10, match_bits=10, selected_weights=version >= 3)
     x = np.frombuffer(b"GET /index.html 200\nGET /login 302\nPOST /login 200\n" * 30, dtype=np.uint8)
     learner = OnlineLearner(cfg)
     learner.learn(x[:700])
-    old = _older_snapshot(learner, 2, snapshot.NEW_IN_3,
-                          ("selected_weights", "selected_prior", "selected_step", "selected_rate",
-                           "selected_discount"))
+    old = _older_snapshot(learner, version, snapshot.NEW_IN_4 + (snapshot.NEW_IN_3 if version < 3 else ()),
+                          ("field_column_context",) + (MIXER_SETTINGS if version < 3 else ()))
     restored = OnlineLearner.from_bytes(old)
-    assert not restored.config.selected_weights and restored.state.sel_w.size == 0
+    assert restored.config == cfg and restored.state.fields.size == 0
     assert np.array_equal(restored.learn(x[700:]), learner.learn(x[700:]))
-    # a version 2 snapshot that claims a mixer is refused: that version had none
-    mixed = OnlineLearner(dataclasses.replace(cfg, selected_weights=True))
-    with pytest.raises(ValueError, match="cannot hold a mixer"):
-        OnlineLearner.from_bytes(_older_snapshot(mixed, 2, snapshot.NEW_IN_3, ()))
+    # an older snapshot that claims what its version did not have is refused
+    if version < 3:
+        mixed = OnlineLearner(dataclasses.replace(cfg, selected_weights=True))
+        with pytest.raises(ValueError, match="cannot hold a mixer"):
+            OnlineLearner.from_bytes(_older_snapshot(mixed, version, snapshot.NEW_IN_3 + snapshot.NEW_IN_4, ()))
+    fielded = OnlineLearner(dataclasses.replace(cfg, field_column_context=True))
+    with pytest.raises(ValueError, match="cannot hold a field column"):
+        OnlineLearner.from_bytes(_older_snapshot(fielded, version, snapshot.NEW_IN_4, ()))
 
 
 def test_from_bytes_rejects_damaged_snapshots():

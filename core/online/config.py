@@ -21,7 +21,7 @@ import numpy as np
 from ..kernels.backward import RBPM, RUOP
 from ..kernels.elementary import NUMERICS
 from ..model import ACTIVATIONS
-from .context import COLUMN, MATCH, ORDER, WORD
+from .context import COLUMN, FIELD_COLUMN, MATCH, ORDER, WORD
 
 # the mixer's steps (writing.selected_writing_update): a diagonal outer-product metric per weight, one full
 # outer-product block per number of sources found (Sherman-Morrison), or no metric (a plain gradient step)
@@ -98,6 +98,7 @@ class OnlineConfig:
     context_orders: tuple[int, ...] = ()  # increasing orders of the hashed context chain
     column_context: bool = False  # (column, symbol above) source
     word_context: bool = False  # (field number, current word) source
+    field_column_context: bool = False  # (field number, position in it, symbol there in the previous line) source
     match_min: int = 0  # match model: shortest repeat it follows (0: no match model)
     context_bits: int = 16  # log2 of the slots per hashed source
     context_entries: int = 16  # (symbol, count) pairs per slot
@@ -194,6 +195,8 @@ class OnlineConfig:
         out = [(ORDER, k) for k in self.context_orders]
         if self.column_context:
             out.append((COLUMN, 0))
+        if self.field_column_context:
+            out.append((FIELD_COLUMN, 0))
         if self.word_context:
             out.append((WORD, 0))
         if self.match_min:

@@ -35,6 +35,12 @@ Sources (each deterministic, bounded in memory, O(small) per symbol):
   previous line), with x(y) = log(1 + n(y) / (u p_0(y))).  Past the end of
   the previous line, or after a line too long for the history, there is
   nothing above.
+* **field column** (``field_column_context``): the context (field number,
+  position in the field, the symbol at that position of the same field in
+  the previous line), same form.  Where the column source loses its place
+  as soon as an earlier field changes length (a longer id, a shorter
+  number), this one stays aligned with the field.  Fields are counted up to
+  the 64th; later ones belong to it.
 * **word**: the context (field number in the line, hash of the current
   word), same form.  Fields are separated by spaces and tabs; words are runs
   of letters and digits.
@@ -77,7 +83,8 @@ from ..jit import inline_kernel, kernel
 from ..kernels.elementary import log1p_of, log_of
 
 # source kinds (OnlineState.ctx_kind[s, 0]; ctx_kind[s, 1] is the order for ORDER)
-ORDER, COLUMN, WORD, MATCH = 0, 1, 2, 3
+ORDER, COLUMN, WORD, MATCH, FIELD_COLUMN = 0, 1, 2, 3, 4
+FIELD_SLOTS = 64  # fields of a line the field column tells apart; OnlineState.fields has FIELD_SLOTS + 2 columns
 # positions in OnlineState.ctx_int
 CTX_INTS = 10  # the positions just below, in this order
 POS, MATCH_PTR, MATCH_LEN, LINE_START, PREV_LINE_START, PREV_LINE_LEN, FIELD, WORD_HASH, ORDER0_TOTAL, NNZ = range(CTX_INTS)
@@ -184,6 +191,18 @@ def locate(st, bits):
                 H = st.hist.shape[0]
                 above = np.int64(st.hist[(st.ctx_int[PREV_LINE_START] + col) % H])
             key = _absorb(_absorb(np.uint64(0x1234), min(col, 1023)), _hashed(above))
+        elif kind == FIELD_COLUMN:
+            # fields[0, f]: where field f of this line starts; fields[1, f]: of the previous line, whose
+            # field f ends one before fields[1, f + 1] (a separator, or the newline); fields[1, -1]: its fields
+            f = min(st.ctx_int[FIELD], FIELD_SLOTS - 1)
+            pos = st.ctx_int[POS] - st.fields[0, f]
+            above = np.int64(EMPTY)
+            H = st.hist.shape[0]
+            if f < st.fields[1, FIELD_SLOTS + 1]:
+                at = st.fields[1, f] + pos
+                if at < st.fields[1, f + 1] - 1 and st.ctx_int[POS] - at <= H:
+                    above = np.int64(st.hist[at % H])
+            key = _absorb(_absorb(_absorb(np.uint64(0x4321), f), min(pos, 255)), _hashed(above))
         else:  # WORD
             key = _absorb(_absorb(np.uint64(0x5678), min(st.ctx_int[FIELD], 255)), st.ctx_int[WORD_HASH])
         slot, tag = _key(key, s, bits)
@@ -400,10 +419,19 @@ def observe(st, symbol, limit, match_min):
         length = t - 1 - st.ctx_int[LINE_START]
         st.ctx_int[PREV_LINE_LEN] = length if length < H else 0
         st.ctx_int[LINE_START] = t
+        if st.fields.shape[0] > 0:  # the line's field starts become the previous line's
+            n = min(st.ctx_int[FIELD], FIELD_SLOTS - 1) + 1
+            for f in range(n):
+                st.fields[1, f] = st.fields[0, f]
+            st.fields[1, n] = t
+            st.fields[1, FIELD_SLOTS + 1] = n
+            st.fields[0, 0] = t
         st.ctx_int[FIELD] = 0
         st.ctx_int[WORD_HASH] = 0
     elif symbol == 32 or symbol == 9:
         st.ctx_int[FIELD] += 1
+        if st.fields.shape[0] > 0 and st.ctx_int[FIELD] < FIELD_SLOTS:
+            st.fields[0, st.ctx_int[FIELD]] = t
         st.ctx_int[WORD_HASH] = 0
     elif _is_word_symbol(symbol):
         st.ctx_int[WORD_HASH] = np.int64(_absorb(np.uint64(st.ctx_int[WORD_HASH]), symbol) >> np.uint64(1))

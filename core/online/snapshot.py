@@ -19,13 +19,14 @@ import numpy as np
 
 from ..kernels.elementary import numerics_marker
 from .config import OnlineConfig
-from .context import LINE_START, MATCH_LEN, MATCH_PTR, NNZ, ORDER0_TOTAL, POS, PREV_LINE_LEN, PREV_LINE_START
+from .context import FIELD_SLOTS, LINE_START, MATCH_LEN, MATCH_PTR, NNZ, ORDER0_TOTAL, POS, PREV_LINE_LEN, PREV_LINE_START
 from .state import ACTIVE, WINDOW_POS, OnlineState, state_shapes
 from .tables import owned_copy
 
 FORMAT_MAGIC = b"SEQDLRN\x00"
-FORMAT_VERSION = 3  # 2 adds the numerics marker array (version 1 snapshots restore with 'ieee'); 3 the mixer's
+FORMAT_VERSION = 4  # 2: the numerics marker (version 1 restores with 'ieee'); 3: the mixer's arrays; 4: fields
 NEW_IN_3 = ("sel_w", "sel_P", "sel_h", "sel_updates", "sel_row")  # arrays of the selected weights (empty in older configs)
+NEW_IN_4 = ("fields",)  # the field column's field starts
 
 _HEADER = struct.Struct("<8sII")  # magic, version, header length
 
@@ -95,6 +96,10 @@ def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
         if config.selected_weights:
             raise ValueError(f"learner snapshot format {version} cannot hold a mixer (selected_weights)")
         arrays.update({name: np.zeros(*shapes[name]) for name in NEW_IN_3})
+    if version < 4 and "fields" not in arrays:  # before the field column
+        if config.field_column_context:
+            raise ValueError(f"learner snapshot format {version} cannot hold a field column source")
+        arrays.update({name: np.zeros(*shapes[name]) for name in NEW_IN_4})
     if set(arrays) != set(OnlineState._fields):
         raise ValueError("learner snapshot does not hold the expected arrays")
     state = OnlineState(**{name: owned_copy(arrays[name]) for name in OnlineState._fields})
@@ -176,3 +181,6 @@ def _check_context(config: OnlineConfig, state: OnlineState) -> None:
     if rows and (state.sel_row.min() < 0 or state.sel_row[:S].max() >= rows or state.sel_row[S] > S
                  or state.sel_updates.min() < 0 or not (state.sel_h > 0.0).all()):
         raise bad("the selected weights' rows or counts are out of range")
+    if state.fields.size and (state.fields.min() < 0 or state.fields[:, :FIELD_SLOTS + 1].max() > t
+                              or state.fields[1, FIELD_SLOTS + 1] > FIELD_SLOTS):
+        raise bad("the field column's field positions are out of range")

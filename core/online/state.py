@@ -18,7 +18,7 @@ from ..kernels.elementary import NUMERICS, atanh, logistic, tanh
 from ..kernels.network import Network
 from ..model import random_graph
 from .config import F, H, OnlineConfig
-from .context import CTX_INTS, MATCH, MATCH_BUCKETS, SELECTING_BUCKETS
+from .context import CTX_INTS, FIELD_COLUMN, FIELD_SLOTS, MATCH, MATCH_BUCKETS, SELECTING_BUCKETS
 from .tables import table_array
 
 # positions in the `reals` array (REALS of them) and in the `counts` array (COUNTS of them)
@@ -93,6 +93,7 @@ class OnlineState(NamedTuple):
     sel_h: np.ndarray  # (SELECTING_BUCKETS * R, S) discounted outer-product metric of each weight (step "diagonal")
     sel_updates: np.ndarray  # (R,) int64: contributions received by each block
     sel_row: np.ndarray  # (S+1,) int64 work: each source's row for the next symbol, then the block
+    fields: np.ndarray  # (2, FIELD_SLOTS + 2) int64: field starts of this line and the previous (field column)
     numerics: np.ndarray  # (0,): its dtype picks the exp/log/tanh every kernel compiles (kernels/elementary.py)
 
 
@@ -166,7 +167,8 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
         match_stats=((2, MATCH_BUCKETS), i), feat=((S, A + 1), f), feat_nz=((S * E + S, 2), i),
         offset=((K + 1, A + 1), f), acc=((A if hashed else 0,), f), acc_mark=((A if hashed else 0,), i),
         acc_list=((S * E,), i), sel_w=((SELECTING_BUCKETS * R, S), f), sel_P=((R, S, S), f),
-        sel_h=((SELECTING_BUCKETS * R, S), f), sel_updates=((R,), i), sel_row=((S + 1 if R else 0,), i), numerics=((0,), np.dtype(NUMERICS[config.numerics])),
+        sel_h=((SELECTING_BUCKETS * R, S), f), sel_updates=((R,), i), sel_row=((S + 1 if R else 0,), i),
+        fields=((2 if any(kind == FIELD_COLUMN for kind, _ in config.sources) else 0, FIELD_SLOTS + 2), i), numerics=((0,), np.dtype(NUMERICS[config.numerics])),
     )
     return {name: shapes[name] for name in OnlineState._fields}
 
