@@ -55,7 +55,7 @@ def _seqd_rows(files, config: OnlineConfig, label: str) -> list[dict]:
         data = path.read_bytes()
         bits, cpu = learn_file(data, config)
         print(f"{label} {path.name}: {bits / len(data):.4f} bits/byte, {len(data) / cpu:.0f} bytes/s", flush=True)
-        rows.append({"name": path.name, "bytes": len(data), label: bits / len(data), "cpu": cpu})
+        rows.append({"name": path.name, "bytes": len(data), label: bits / len(data), "bits": bits, "cpu": cpu})
     return rows
 
 
@@ -131,18 +131,6 @@ def _config_table(files, configs) -> list[str]:
     return lines
 
 
-def _learn_files(label: str, config: OnlineConfig, paths: list[Path]) -> list[tuple[float, int, float]]:
-    """(bits, bytes, CPU seconds) per file: one row of the ablation table, run in a worker process."""
-    learn_file(b"warm up the kernels\n" * 20, config)
-    out = []
-    for path in paths:
-        data = path.read_bytes()
-        bits, cpu = learn_file(data, config)
-        out.append((bits, len(data), cpu))
-    print(f"done: {label}", flush=True)
-    return out
-
-
 def ablations(args) -> str:
     from concurrent.futures import ProcessPoolExecutor
 
@@ -151,21 +139,20 @@ def ablations(args) -> str:
         return "No logs: ../shared/data/logs is absent here."
     held = held_out_files()
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        runs = [pool.submit(_learn_files, label, config, files + held) for label, config in ABLATIONS]
+        runs = [pool.submit(_seqd_rows, files + held, config, label) for label, config in ABLATIONS]
         results = [run.result() for run in runs]
     short = [f.name.split("_")[0].removesuffix(".log") for f in files]
-    mean = lambda part: sum(b for b, _, _ in part) / sum(n for _, n, _ in part)  # noqa: E731
+    mean = lambda part: sum(r["bits"] for r in part) / sum(r["bytes"] for r in part)  # noqa: E731
     base, base_held = mean(results[0][:len(files)]), mean(results[0][len(files):]) if held else None
     lines = ["| model | " + " | ".join(short) + " | mean | vs default | held out | vs default | bytes/s |",
              "|---|" + "---:|" * (len(files) + 5)]
     for (label, _), out in zip(ABLATIONS, results):
         public, own = out[:len(files)], out[len(files):]
         m = mean(public)
-        speed = sum(n for _, n, _ in public) / sum(c for _, _, c in public)
-        lines.append(f"| {label} | " + " | ".join(f"{b / n:.3f}" for b, n, _ in public)
+        lines.append(f"| {label} | " + " | ".join(f"{r[label]:.3f}" for r in public)
                      + f" | **{m:.4f}** | {m - base:+.4f} | "
                      + (f"{mean(own):.4f} | {mean(own) - base_held:+.4f} |" if held else "— | — |")
-                     + f" {speed:.0f} |")
+                     + f" {_speed(public):.0f} |")
     lines.append("")
     lines.append("Bits per byte, prequential, one pass per file; means weighted by file size. Each row changes one "
                  "thing in `OnlineConfig.bytes_default()`. Held out: "

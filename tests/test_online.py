@@ -427,31 +427,14 @@ def _with_crc(payload: bytes) -> bytes:
     return payload + struct.pack("<I", zlib.crc32(payload))
 
 
-def test_snapshot_parts_are_the_format_built_independently_and_views_of_the_state():
-    """The buffers a snapshot is written from, against the format built here from its description
-    (header, each array's little-endian bytes in field order, CRC-32 of all that), and without copies."""
-    import dataclasses
+def _snapshot_built_here(learner, version: int = snapshot.FORMAT_VERSION, without: tuple[str, ...] = (),
+                         without_settings: tuple[str, ...] = ()) -> bytes:
+    """``learner``'s snapshot built here from the format's description: the header (configuration, each
+    array's name, dtype and shape), each array's little-endian bytes in field order, a CRC-32 of all that.
+    With ``without``/``without_settings``, as an older seqd wrote it: without arrays and settings it lacked."""
     import json
-    learner = _trained_snapshot()
-    parts = learner.snapshot_parts()
-    header = json.dumps({"config": dataclasses.asdict(learner.config),
-                         "arrays": [[name, getattr(learner.state, name).dtype.str,
-                                     list(getattr(learner.state, name).shape)] for name in learner.state._fields]},
-                        sort_keys=True).encode()
-    payload = snapshot._HEADER.pack(snapshot.FORMAT_MAGIC, snapshot.FORMAT_VERSION, len(header)) \
-        + header + b"".join(np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<")).tobytes()
-                            for arr in learner.state)
-    assert b"".join(parts) == _with_crc(payload) == learner.to_bytes()
-    if np.little_endian:  # the arrays are written from the state itself, not from a copy
-        for part, arr in zip(parts[1:-1], learner.state):
-            assert arr.nbytes == 0 or np.shares_memory(np.frombuffer(part, dtype=np.uint8), arr)
-
-
-def _older_snapshot(learner, version: int, drop: tuple[str, ...], config_drop: tuple[str, ...]) -> bytes:
-    """``learner``'s snapshot as an older seqd wrote it: without the arrays and settings it did not have."""
-    import json
-    config = {k: v for k, v in dataclasses.asdict(learner.config).items() if k not in config_drop}
-    names = [name for name in learner.state._fields if name not in drop]
+    config = {k: v for k, v in dataclasses.asdict(learner.config).items() if k not in without_settings}
+    names = [name for name in learner.state._fields if name not in without]
     header = json.dumps({"config": config, "arrays": [[name, getattr(learner.state, name).dtype.str,
                                                        list(getattr(learner.state, name).shape)] for name in names]},
                         sort_keys=True).encode()
@@ -459,6 +442,17 @@ def _older_snapshot(learner, version: int, drop: tuple[str, ...], config_drop: t
         + b"".join(np.ascontiguousarray(getattr(learner.state, name)).astype(
             getattr(learner.state, name).dtype.newbyteorder("<")).tobytes() for name in names)
     return _with_crc(payload)
+
+
+def test_snapshot_parts_are_the_format_built_independently_and_views_of_the_state():
+    """The buffers a snapshot is written from, against the format built here from its description, and
+    without copies."""
+    learner = _trained_snapshot()
+    parts = learner.snapshot_parts()
+    assert b"".join(parts) == _snapshot_built_here(learner) == learner.to_bytes()
+    if np.little_endian:  # the arrays are written from the state itself, not from a copy
+        for part, arr in zip(parts[1:-1], learner.state):
+            assert arr.nbytes == 0 or np.shares_memory(np.frombuffer(part, dtype=np.uint8), arr)
 
 
 MIXER_SETTINGS = ("selected_weights", "selected_prior", "selected_step", "selected_rate", "selected_discount")
@@ -471,7 +465,7 @@ def test_an_older_snapshot_restores_without_what_it_did_not_have_and_continues_e
     x = np.frombuffer(b"GET /index.html 200\nGET /login 302\nPOST /login 200\n" * 30, dtype=np.uint8)
     learner = OnlineLearner(cfg)
     learner.learn(x[:700])
-    old = _older_snapshot(learner, version, snapshot.NEW_IN_4 + (snapshot.NEW_IN_3 if version < 3 else ()),
+    old = _snapshot_built_here(learner, version, snapshot.NEW_IN_4 + (snapshot.NEW_IN_3 if version < 3 else ()),
                           ("field_column_context",) + (MIXER_SETTINGS if version < 3 else ()))
     restored = OnlineLearner.from_bytes(old)
     assert restored.config == cfg and restored.state.fields.size == 0
@@ -480,10 +474,10 @@ def test_an_older_snapshot_restores_without_what_it_did_not_have_and_continues_e
     if version < 3:
         mixed = OnlineLearner(dataclasses.replace(cfg, selected_weights=True))
         with pytest.raises(ValueError, match="cannot hold a mixer"):
-            OnlineLearner.from_bytes(_older_snapshot(mixed, version, snapshot.NEW_IN_3 + snapshot.NEW_IN_4, ()))
+            OnlineLearner.from_bytes(_snapshot_built_here(mixed, version, snapshot.NEW_IN_3 + snapshot.NEW_IN_4, ()))
     fielded = OnlineLearner(dataclasses.replace(cfg, field_column_context=True))
     with pytest.raises(ValueError, match="cannot hold a field column"):
-        OnlineLearner.from_bytes(_older_snapshot(fielded, version, snapshot.NEW_IN_4, ()))
+        OnlineLearner.from_bytes(_snapshot_built_here(fielded, version, snapshot.NEW_IN_4, ()))
 
 
 def test_from_bytes_rejects_damaged_snapshots():

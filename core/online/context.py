@@ -331,16 +331,13 @@ def features(st, cap, bits, offset, width):
         st.acc_mark[y] = 0
     for y in range(width):
         offset[y] = 0.0
-    if selected:
-        for q in range(st.ctx_int[NNZ]):
-            s = st.feat_nz[q, 0]
-            y = st.feat_nz[q, 1]
-            offset[y] += st.feat[s, y] * (st.ctx_w[s, y] + st.sel_w[st.sel_row[s], s])
-    else:
-        for q in range(st.ctx_int[NNZ]):
-            s = st.feat_nz[q, 0]
-            y = st.feat_nz[q, 1]
-            offset[y] += st.feat[s, y] * st.ctx_w[s, y]
+    for q in range(st.ctx_int[NNZ]):
+        s = st.feat_nz[q, 0]
+        y = st.feat_nz[q, 1]
+        weight = st.ctx_w[s, y]
+        if selected:
+            weight += st.sel_w[st.sel_row[s], s]
+        offset[y] += st.feat[s, y] * weight
 
 
 @kernel

@@ -19,14 +19,17 @@ import numpy as np
 
 from ..kernels.elementary import numerics_marker
 from .config import OnlineConfig
-from .context import FIELD_SLOTS, LINE_START, MATCH_LEN, MATCH_PTR, NNZ, ORDER0_TOTAL, POS, PREV_LINE_LEN, PREV_LINE_START
+from .context import (FIELD_SLOTS, LINE_START, MATCH_LEN, MATCH_PTR, NNZ, ORDER0_TOTAL, POS, PREV_LINE_LEN,
+                      PREV_LINE_START)
 from .state import ACTIVE, WINDOW_POS, OnlineState, state_shapes
 from .tables import owned_copy
 
 FORMAT_MAGIC = b"SEQDLRN\x00"
 FORMAT_VERSION = 4  # 2: the numerics marker (version 1 restores with 'ieee'); 3: the mixer's arrays; 4: fields
-NEW_IN_3 = ("sel_w", "sel_P", "sel_h", "sel_updates", "sel_row")  # arrays of the selected weights (empty in older configs)
+NEW_IN_3 = ("sel_w", "sel_P", "sel_h", "sel_updates", "sel_row")  # the selected weights' arrays (empty without them)
 NEW_IN_4 = ("fields",)  # the field column's field starts
+# what each version added: its arrays, and the setting that needs them (a snapshot before it had neither)
+ADDED = ((3, NEW_IN_3, "selected_weights", "a mixer"), (4, NEW_IN_4, "field_column_context", "a field column source"))
 
 _HEADER = struct.Struct("<8sII")  # magic, version, header length
 
@@ -92,14 +95,11 @@ def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
     if version == 1 and "numerics" not in arrays:  # before numerics existed: seqd's own from now on
         arrays["numerics"] = numerics_marker(config.numerics)
     shapes = state_shapes(config)  # what the configuration's state holds, computed without allocating it
-    if version < 3 and not set(NEW_IN_3) & set(arrays):  # before the mixer: its arrays, empty without one
-        if config.selected_weights:
-            raise ValueError(f"learner snapshot format {version} cannot hold a mixer (selected_weights)")
-        arrays.update({name: np.zeros(*shapes[name]) for name in NEW_IN_3})
-    if version < 4 and "fields" not in arrays:  # before the field column
-        if config.field_column_context:
-            raise ValueError(f"learner snapshot format {version} cannot hold a field column source")
-        arrays.update({name: np.zeros(*shapes[name]) for name in NEW_IN_4})
+    for added, names, setting, what in ADDED:  # arrays a snapshot older than them lacks: empty without their setting
+        if version < added and not set(names) & set(arrays):
+            if getattr(config, setting):
+                raise ValueError(f"learner snapshot format {version} cannot hold {what} ({setting})")
+            arrays.update({name: np.zeros(*shapes[name]) for name in names})
     if set(arrays) != set(OnlineState._fields):
         raise ValueError("learner snapshot does not hold the expected arrays")
     state = OnlineState(**{name: owned_copy(arrays[name]) for name in OnlineState._fields})
