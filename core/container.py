@@ -55,13 +55,15 @@ PRESETS = {
         "window": 16, "word_context": True, "writing_discount": 0.000244140625, "writing_prior": 1.0,
         "writing_rate": 1.0, "numerics": "libm",  # format 1 had no numerics setting: it used the C library's
         "selected_weights": False,  # nor the mixer (named here since bytes-3 made it the default)
-        "field_column_context": False,  # nor the field column source
+        "field_column_context": False, "indirect_context": False,  # nor the field column and indirect sources
     },
 }
 PRESETS["bytes-2"] = {**PRESETS["bytes-1"], "numerics": "ieee"}  # bytes-1 with seqd's own exp/log/tanh
 PRESETS["bytes-3"] = {**PRESETS["bytes-2"], "selected_weights": True, "selected_prior": 100.0,  # bytes-2, mixed
                       "selected_step": "diagonal", "selected_rate": 1.0, "selected_discount": 0.000244140625}
-PRESET = "bytes-3"
+PRESETS["bytes-4"] = {**PRESETS["bytes-3"], "field_column_context": True, "indirect_context": True,  # two sources
+                      "context_orders": [1, 2, 3, 4, 6, 12, 16]}  # more, one order fewer
+PRESET = "bytes-4"
 
 
 class FormatError(ValueError):
@@ -238,6 +240,9 @@ def read_header(reader: BinaryIO) -> Header:
             raise FormatError(f"model preset {meta['preset'][:40]!r} is newer than this seqd knows: upgrade seqd")
         config = check_settings({**PRESETS[meta["preset"]], **meta["config"]})
         _check_numerics(version, config.numerics)
+        if config.field_column_context and meta["preset"] in ("bytes-1", "bytes-2", "bytes-3"):
+            raise FormatError("the file's model has the field column of seqd 0.3, which this seqd no longer "
+                              "builds: decompress it with seqd 0.3")
         block_size = meta["block_size"]
         check_block_size(block_size)
     except FormatError:

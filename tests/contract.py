@@ -91,9 +91,11 @@ REGISTRY: list[Entry] = [
     Entry("context-units", lambda: OnlineConfig(units=4, degree=2, alphabet_cap=128, window=5, **SOURCES, **TABLES)),
     Entry("context-only", lambda: OnlineConfig(units=0, alphabet_cap=256, window=5, **SOURCES, **TABLES),
           random=False),
-    # the field column source (with the byte model's other sources and the mixer)
+    # the field column and indirect sources, each with the byte model's other sources and the mixer
     Entry("field-column", lambda: OnlineConfig(units=2, degree=1, alphabet_cap=256, window=5, **SOURCES, **TABLES,
                                                field_column_context=True, selected_weights=True)),
+    Entry("indirect", lambda: OnlineConfig(units=2, degree=1, alphabet_cap=256, window=5, **SOURCES, **TABLES,
+                                           indirect_context=True, selected_weights=True)),
     # the mixer (selected weights) by each of its steps: diagonal metric (the default), block metric, gradient
     Entry("mixer", lambda: OnlineConfig(units=4, degree=2, alphabet_cap=128, window=5, **SOURCES, **TABLES,
                                         selected_weights=True)),

@@ -550,12 +550,13 @@ class Case:
 # Only the bounded parts of the model are kept as the kernels keep them: ``entries``
 # (symbol, count) pairs per context, counts halved when one reaches ``limit``.
 
-CTX_ORDER, CTX_COLUMN, CTX_WORD, CTX_MATCH, CTX_FIELD_COLUMN = 0, 1, 2, 3, 4
+CTX_ORDER, CTX_COLUMN, CTX_WORD, CTX_MATCH, CTX_FIELD_COLUMN, CTX_INDIRECT = 0, 1, 2, 3, 4, 5
 FIELD_SLOTS, POSITION_CAP = 64, 255  # the field column tells 64 fields apart, and positions in them up to 255
 BEFORE_START = "before the stream"  # the symbol of a position before the stream, and "nothing above"
 LINE_END, FIELD_SEPARATORS = 10, (32, 9)
 COLUMN_CAP, FIELD_CAP = 1023, 255
 MATCH_VERIFY_LENGTH, MATCH_BUCKET_COUNT = 32, 24
+FOLLOWER_MODULUS = 257  # the indirect source keeps one follower per pair of last symbols, each taken mod 257
 
 
 def field_starts(line):
@@ -618,8 +619,12 @@ class ContextReference:
     * word: (field number capped at 255, the current word as a tuple);
     * field column: (field number capped at 63, position in that field capped at
       255, the symbol at that position of the same field of the previous line, or
-      BEFORE_START past its end or further back than ``history`` symbols); the
-      64th field runs to the end of the line;
+      BEFORE_START past its end or further back than ``history`` symbols, and
+      whether every symbol of the field so far equals the one above it so
+      defined); the 64th field runs to the end of the line;
+    * indirect: (the last symbol, the symbol that followed the previous time the
+      last two symbols occurred, or None), the pairs told apart as a bounded
+      table does: each symbol as (symbol + 1) mod 257, BEFORE_START as 0;
     * match: the most recent earlier position whose preceding ``match_min``
       symbols are the current last ``match_min``, looked up after each symbol
       while no match is followed, verified backwards up to 32 symbols.
@@ -640,6 +645,7 @@ class ContextReference:
         self.seen = []  # symbols in order of first appearance: the internal codes are 1, 2, ...
         self.line, self.previous_line = [], []
         self.field, self.word = 0, ()
+        self.followers = {}  # (last, before) pair, each mod 257 -> the symbol that followed it last
         self.latest = {}  # last match_min symbols -> the position that followed them, latest
         self.match_length, self.match_at = 0, 0
         self.longest_match = 0
@@ -668,17 +674,33 @@ class ContextReference:
             return (min(self.field, FIELD_CAP), self.word)
         if kind == CTX_FIELD_COLUMN:
             f = min(self.field, FIELD_SLOTS - 1)
-            pos = len(self.line) - field_starts(self.line)[f]
-            previous = field_starts(self.previous_line)
-            above = BEFORE_START
-            if f < len(previous):
-                at = previous[f] + pos
-                end = previous[f + 1] - 1 if f + 1 < len(previous) else len(self.previous_line)
-                back = len(self.line) + 1 + len(self.previous_line) - at  # how far back that symbol is
-                if at < end and (self.history_size is None or back <= self.history_size):
-                    above = self.previous_line[at]
-            return (f, min(pos, POSITION_CAP), above)
+            start = field_starts(self.line)[f]
+            pos = len(self.line) - start
+            same = all(self.line[start + i] == self._above(f, i) for i in range(pos))
+            return (f, min(pos, POSITION_CAP), self._above(f, pos), same)
+        if kind == CTX_INDIRECT:
+            last, before = self._pair_key(1), self._pair_key(2)
+            return (self.history[-1] if self.history else BEFORE_START, self.followers.get((last, before)))
         raise ValueError(kind)
+
+    def _above(self, f, pos):
+        """The symbol at position ``pos`` of field ``f`` of the previous line, as the field column sees it."""
+        previous = field_starts(self.previous_line)
+        if f >= len(previous):
+            return BEFORE_START
+        at = previous[f] + pos
+        end = previous[f + 1] - 1 if f + 1 < len(previous) else len(self.previous_line)
+        # how far back that symbol is from the position pos of field f of this line
+        back = field_starts(self.line)[f] + pos + 1 + len(self.previous_line) - at
+        if at < end and (self.history_size is None or back <= self.history_size):
+            return self.previous_line[at]
+        return BEFORE_START
+
+    def _pair_key(self, back):
+        """The symbol ``back`` steps before now as the indirect source's table tells symbols apart."""
+        if back > len(self.history):
+            return 0
+        return (self.history[-back] + 1) % FOLLOWER_MODULUS
 
     def found(self, s):
         """Whether source s's current context has been counted before (match source: None)."""
@@ -751,6 +773,7 @@ class ContextReference:
             evicted, halved = count_in_context(table, symbol, self.limit)
             self.events["evicted"] += evicted
             self.events["halved"] += halved
+        self.followers[(self._pair_key(1), self._pair_key(2))] = symbol
         if symbol not in self.order0:
             self.seen.append(symbol)
         self.order0[symbol] = self.order0.get(symbol, 0) + 1

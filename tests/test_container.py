@@ -214,6 +214,27 @@ def test_the_default_model_is_a_frozen_preset():
     assert settings_now == container.PRESETS[container.PRESET]
 
 
+def _header_naming(preset: str, config: dict) -> bytes:
+    """A file's header as another seqd would have written it: ``preset`` and the settings that differ."""
+    body = json.dumps({"preset": preset, "config": config, "block_size": 1 << 20, "build": "elsewhere"},
+                      sort_keys=True, separators=(",", ":")).encode()
+    head = container._HEAD.pack(container.MAGIC, container.FORMAT_VERSION, 0, len(body)) + body
+    return head + zlib.crc32(head).to_bytes(4, "little")
+
+
+def test_a_file_with_seqd_0_3s_field_column_is_refused_and_a_newer_preset_asks_for_an_upgrade():
+    """seqd 0.3 had a field column without the "same so far" part: a file whose model used it would decode
+    to garbage (and fail its checksum) with this seqd's, so its header is refused, naming the version to use."""
+    for preset in ("bytes-2", "bytes-3"):
+        with pytest.raises(FormatError, match="field column of seqd 0.3.*decompress it with seqd 0.3"):
+            container.read_header(io.BytesIO(_header_naming(preset, {"field_column_context": True})))
+    header = container.read_header(io.BytesIO(_header_naming("bytes-4", {})))
+    assert header.config == OnlineConfig.bytes_default() and header.preset == "bytes-4"
+    assert container.read_header(io.BytesIO(_header_naming("bytes-3", {}))).config.field_column_context is False
+    with pytest.raises(FormatError, match="newer than this seqd knows: upgrade seqd"):
+        container.read_header(io.BytesIO(_header_naming("bytes-99", {})))
+
+
 @pytest.mark.skipif(not LOGS.is_dir(), reason="../shared/data/logs is absent: no real logs to round-trip")
 @pytest.mark.parametrize("name", sorted(p.name for p in LOGS.glob("*.log")) if LOGS.is_dir() else [])
 def test_round_trip_log_prefixes(name):

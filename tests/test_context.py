@@ -34,7 +34,11 @@ import naive
 from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online import snapshot
 from seqd.core.online.context import (
+    ABOVE,
+    EMPTY,
     FIELD,
+    FIELD_COLUMN,
+    INDIRECT,
     LINE_START,
     MATCH,
     MATCH_LEN,
@@ -44,6 +48,7 @@ from seqd.core.online.context import (
     POS,
     PREV_LINE_LEN,
     PREV_LINE_START,
+    SAME,
     _absorb,
     _finalize,
     clear_features,
@@ -101,9 +106,10 @@ KINDS = {
     "column": dict(column_context=True, context_entries=4, count_limit=7),
     "word": dict(word_context=True, context_entries=4, count_limit=9),
     "field": dict(field_column_context=True, context_entries=4, count_limit=9),
+    "indirect": dict(indirect_context=True, context_entries=4, count_limit=9),
     "match": dict(match_min=4, count_limit=6),
-    "all": dict(context_orders=(1, 3, 6), column_context=True, word_context=True, match_min=5,
-                context_entries=5, count_limit=12),
+    "all": dict(context_orders=(1, 3, 6), column_context=True, field_column_context=True, word_context=True,
+                indirect_context=True, match_min=5, context_entries=5, count_limit=12),
 }
 KINDS["mixed"] = dict(KINDS["all"], selected_weights=True)  # every source, and the mixer's selected weights
 
@@ -297,11 +303,42 @@ def test_a_snapshot_with_field_positions_out_of_range_is_refused():
     learner = OnlineLearner(cfg)
     learner.learn(log_text(60, seed=3))
     OnlineLearner.from_bytes(learner.to_bytes())  # intact
-    for where, value in [((1, 65), 65), ((0, 3), -1), ((1, 2), int(learner.state.ctx_int[POS]) + 1)]:
+    for where, value in [((1, 65), 65), ((0, 3), -1), ((1, 2), int(learner.state.ctx_int[POS]) + 1),
+                         ((0, ABOVE), cfg.alphabet_cap), ((0, ABOVE), EMPTY - 1), ((0, SAME), 2), ((0, SAME), -1)]:
         damaged = OnlineLearner.from_bytes(learner.to_bytes())
         damaged.state.fields[where] = value
         with pytest.raises(ValueError, match="field column"):
             OnlineLearner.from_bytes(damaged.to_bytes())
+    for value in (EMPTY, 0):  # "nothing above" and an ordinary symbol above restore
+        intact = OnlineLearner.from_bytes(learner.to_bytes())
+        intact.state.fields[0, ABOVE] = value
+        OnlineLearner.from_bytes(intact.to_bytes())
+
+
+def test_a_snapshot_whose_indirect_table_names_unseen_symbols_is_refused():
+    cfg = OnlineConfig(**ROOMY, indirect_context=True, context_entries=4, count_limit=9)
+    learner = OnlineLearner(cfg)
+    learner.learn(log_text(60, seed=3))
+    OnlineLearner.from_bytes(learner.to_bytes())  # intact
+    assert learner.state.followers.any()
+    unseen = int(np.flatnonzero(learner.state.code_of == 0)[0])
+    for value in (unseen + 1, cfg.alphabet_cap + 1, -1):
+        damaged = OnlineLearner.from_bytes(learner.to_bytes())
+        damaged.state.followers[7] = value
+        with pytest.raises(ValueError, match="indirect"):
+            OnlineLearner.from_bytes(damaged.to_bytes())
+
+
+def test_the_field_column_tells_a_repeating_field_from_one_that_left_the_line_above():
+    """On log lines both values of "same so far" occur at positions past a field's start, and at the start."""
+    cfg = OnlineConfig(**ROOMY, field_column_context=True, context_entries=4, count_limit=9)
+    ref = reference_for(cfg)
+    seen = set()
+    for symbol in log_text(800, seed=6):
+        _, pos, _, same = ref.context(0)
+        seen.add((pos > 0, same))
+        ref.observe(int(symbol))
+    assert seen == {(False, True), (True, True), (True, False)}
 
 
 def test_a_full_chain_votes_as_the_interpolated_estimate():
@@ -698,7 +735,8 @@ def test_config_rejects_bad_context_settings(kwargs, message):
 
 def test_config_accepts_context_units_alone():
     for kwargs in (dict(units=0, match_min=4), dict(units=0, context_orders=(3,)), dict(units=0, column_context=True),
-                   dict(units=0, word_context=True)):
+                   dict(units=0, word_context=True), dict(units=0, field_column_context=True),
+                   dict(units=0, indirect_context=True)):
         cfg = OnlineConfig(**kwargs, context_bits=10, history_bits=10, match_bits=10)
         bits = OnlineLearner(cfg).learn(b"abcabcabc\n" * 30)
         assert np.all(np.isfinite(bits))
@@ -706,8 +744,8 @@ def test_config_accepts_context_units_alone():
     assert cfg.context_orders == (1, 2, 3) and isinstance(cfg.context_weight, float)
     assert cfg.sources == [(0, 1), (0, 2), (0, 3)]
     default = OnlineConfig.bytes_default()
-    assert [k for k, _ in default.sources] == [0] * 8 + [1, 2, MATCH] and default.units == 4
-    assert OnlineConfig.bytes_default(units=0, match_min=0).sources[-1] == (2, 0)
+    assert [k for k, _ in default.sources] == [0] * 7 + [1, FIELD_COLUMN, 2, INDIRECT, MATCH] and default.units == 4
+    assert OnlineConfig.bytes_default(units=0, match_min=0).sources[-1] == (INDIRECT, 0)
 
 
 # -- 7. defects found by these tests, fixed (they were strict xfails): regression tests ---------------

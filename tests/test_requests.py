@@ -166,11 +166,17 @@ def test_create_again_with_exist_ok(daemon):
     assert daemon("create", stream="x", preset="nope").code == P.BAD_CONFIG
 
 
-def test_exist_ok_finds_a_stream_an_earlier_seqd_made_with_the_preset(daemon):
-    """A stream created by seqd 0.2 with the "bytes" preset (no mixer) is that preset's stream, as it was made."""
-    daemon.create("old", {**SMALL_BYTES, "selected_weights": False})  # the model seqd 0.2 made for "bytes"
+BYTES_0_3 = {"context_orders": [1, 2, 3, 4, 6, 8, 12, 16], "field_column_context": False, "indirect_context": False}
+
+
+@pytest.mark.parametrize("version, before", [("0.2", {**BYTES_0_3, "selected_weights": False}), ("0.3", BYTES_0_3)])
+def test_exist_ok_finds_a_stream_an_earlier_seqd_made_with_the_preset(daemon, version, before):
+    """A stream created by seqd 0.2 (no mixer) or 0.3 (no field column or indirect source, order 8) with the
+    "bytes" preset is that preset's stream, as it was made."""
+    daemon.create("old", {**SMALL_BYTES, **before})  # the model that seqd made for "bytes"
     again = daemon("create", stream="old", exist_ok=True, preset="bytes", config=SMALL_BYTES)
-    assert again.ok and again.result["created"] is False and again.result["config"]["selected_weights"] is False
+    assert again.ok and again.result["created"] is False
+    assert {k: again.result["config"][k] for k in before} == before
     assert daemon("create", stream="old", exist_ok=True, preset="glnn").code == P.STREAM_EXISTS
     assert daemon("create", stream="old", exist_ok=True, preset="bytes",
                   config={**SMALL_BYTES, "units": 6}).code == P.STREAM_EXISTS

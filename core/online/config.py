@@ -21,7 +21,7 @@ import numpy as np
 from ..kernels.backward import RBPM, RUOP
 from ..kernels.elementary import NUMERICS
 from ..model import ACTIVATIONS
-from .context import COLUMN, FIELD_COLUMN, MATCH, ORDER, WORD
+from .context import COLUMN, FIELD_COLUMN, INDIRECT, MATCH, ORDER, WORD
 
 # the mixer's steps (writing.selected_writing_update): a diagonal outer-product metric per weight, one full
 # outer-product block per number of sources found (Sherman-Morrison), or no metric (a plain gradient step)
@@ -98,7 +98,8 @@ class OnlineConfig:
     context_orders: tuple[int, ...] = ()  # increasing orders of the hashed context chain
     column_context: bool = False  # (column, symbol above) source
     word_context: bool = False  # (field number, current word) source
-    field_column_context: bool = False  # (field number, position in it, symbol there in the previous line) source
+    field_column_context: bool = False  # (field number, position in it, symbol there in the previous line, same so far)
+    indirect_context: bool = False  # (last symbol, the symbol that followed the last two the previous time) source
     match_min: int = 0  # match model: shortest repeat it follows (0: no match model)
     context_bits: int = 16  # log2 of the slots per hashed source
     context_entries: int = 16  # (symbol, count) pairs per slot
@@ -120,8 +121,9 @@ class OnlineConfig:
     @classmethod
     def bytes_default(cls, **overrides) -> "OnlineConfig":
         """The default model for byte streams (logs, ``seqd compress``): a small GLNN plus context units, mixed."""
-        settings = dict(units=4, context_orders=(1, 2, 3, 4, 6, 8, 12, 16), column_context=True,
-                        word_context=True, match_min=6, selected_weights=True)
+        settings = dict(units=4, context_orders=(1, 2, 3, 4, 6, 12, 16), column_context=True,
+                        field_column_context=True, word_context=True, indirect_context=True, match_min=6,
+                        selected_weights=True)
         settings.update(overrides)
         return cls(**settings)
 
@@ -199,6 +201,8 @@ class OnlineConfig:
             out.append((FIELD_COLUMN, 0))
         if self.word_context:
             out.append((WORD, 0))
+        if self.indirect_context:
+            out.append((INDIRECT, 0))
         if self.match_min:
             out.append((MATCH, self.match_min))
         return out

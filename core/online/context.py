@@ -37,13 +37,24 @@ Sources (each deterministic, bounded in memory, O(small) per symbol):
   nothing above.
 * **field column** (``field_column_context``): the context (field number,
   position in the field, the symbol at that position of the same field in
-  the previous line), same form.  Where the column source loses its place
-  as soon as an earlier field changes length (a longer id, a shorter
-  number), this one stays aligned with the field.  Fields are counted up to
-  the 64th; later ones belong to it.
+  the previous line, whether the field so far *is* the previous line's),
+  same form.  Where the column source loses its place as soon as an earlier
+  field changes length (a longer id, a shorter number), this one stays
+  aligned with the field; the last part tells a field that repeats the line
+  above (a timestamp in the same second, the same process id) from one that
+  has already left it (a number that moved on), whose next symbols follow
+  other rules.  Fields are counted up to the 64th; later ones belong to it.
 * **word**: the context (field number in the line, hash of the current
   word), same form.  Fields are separated by spaces and tabs; words are runs
   of letters and digits.
+* **indirect** (``indirect_context``): the context (the last symbol, the
+  symbol that followed the previous occurrence of the last two), same form:
+  an order-1 context refined by what the order-2 context did last time, so
+  that a pattern seen once ("ab" was followed by "c") is followed again
+  where the order-2 counts, averaged over every past occurrence, do not yet
+  prefer it.  This is the indirect model of the PAQ compressors (Mahoney,
+  "Data Compression Explained", section 4.3).  The symbol that followed is
+  kept per pair of last symbols, each taken mod 257 (exact for bytes).
 * **match**: the symbol that followed the longest recent repeat of the
   current context (found through a hash of the last ``match_min`` symbols and
   verified backwards over the part of the history still held), voted with
@@ -83,8 +94,12 @@ from ..jit import inline_kernel, kernel
 from ..kernels.elementary import log1p_of, log_of
 
 # source kinds (OnlineState.ctx_kind[s, 0]; ctx_kind[s, 1] is the order for ORDER)
-ORDER, COLUMN, WORD, MATCH, FIELD_COLUMN = 0, 1, 2, 3, 4
+ORDER, COLUMN, WORD, MATCH, FIELD_COLUMN, INDIRECT = 0, 1, 2, 3, 4, 5
 FIELD_SLOTS = 64  # fields of a line the field column tells apart; OnlineState.fields has FIELD_SLOTS + 2 columns
+# OnlineState.fields[0, ABOVE]: the symbol above the current position (EMPTY: nothing), found by locate for
+# observe; fields[0, SAME]: 1 while the current field so far is the previous line's, symbol for symbol
+ABOVE, SAME = FIELD_SLOTS, FIELD_SLOTS + 1
+FOLLOWER_BASE = 257  # OnlineState.followers is indexed by the last two symbols, each as (symbol + 1) mod 257
 # positions in OnlineState.ctx_int
 CTX_INTS = 10  # the positions just below, in this order
 POS, MATCH_PTR, MATCH_LEN, LINE_START, PREV_LINE_START, PREV_LINE_LEN, FIELD, WORD_HASH, ORDER0_TOTAL, NNZ = range(CTX_INTS)
@@ -202,13 +217,25 @@ def locate(st, bits):
                 at = st.fields[1, f] + pos
                 if at < st.fields[1, f + 1] - 1 and st.ctx_int[POS] - at <= H:
                     above = np.int64(st.hist[at % H])
-            key = _absorb(_absorb(_absorb(np.uint64(0x4321), f), min(pos, 255)), _hashed(above))
+            st.fields[0, ABOVE] = above
+            key = _absorb(_absorb(_absorb(_absorb(np.uint64(0x4321), f), min(pos, 255)), _hashed(above)),
+                          st.fields[0, SAME])
+        elif kind == INDIRECT:
+            last = _history(st, 1)
+            follower = st.followers[_follower_index(last, _history(st, 2))]
+            key = _absorb(_absorb(np.uint64(0x8765), _hashed(last)), follower)
         else:  # WORD
             key = _absorb(_absorb(np.uint64(0x5678), min(st.ctx_int[FIELD], 255)), st.ctx_int[WORD_HASH])
         slot, tag = _key(key, s, bits)
         st.ctx_slot[s] = slot
         st.ctx_found[s] = 1 if st.ctx_tag[s, slot] == tag else 0
         st.ctx_want[s] = tag
+
+
+@inline_kernel
+def _follower_index(last, before):
+    """Where ``followers`` keeps the symbol that followed the pair (before, last): each as (symbol + 1) mod 257."""
+    return ((last + 1) % FOLLOWER_BASE) * FOLLOWER_BASE + (before + 1) % FOLLOWER_BASE
 
 
 @inline_kernel
@@ -405,6 +432,10 @@ def observe(st, symbol, limit, match_min):
                 st.ctx_cnt[s, slot, e] = (np.int64(st.ctx_cnt[s, slot, e]) + 1) // 2
     st.order0[symbol] += 1
     st.ctx_int[ORDER0_TOTAL] += 1
+    if st.followers.shape[0] > 0:  # the indirect source: this symbol followed the last two
+        st.followers[_follower_index(_history(st, 1), _history(st, 2))] = symbol + 1
+    if st.fields.shape[0] > 0 and symbol != st.fields[0, ABOVE]:
+        st.fields[0, SAME] = 0
     # history and line structure
     st.hist[t % H] = symbol
     t += 1
@@ -423,12 +454,14 @@ def observe(st, symbol, limit, match_min):
             st.fields[1, n] = t
             st.fields[1, FIELD_SLOTS + 1] = n
             st.fields[0, 0] = t
+            st.fields[0, SAME] = 1
         st.ctx_int[FIELD] = 0
         st.ctx_int[WORD_HASH] = 0
     elif symbol == 32 or symbol == 9:
         st.ctx_int[FIELD] += 1
         if st.fields.shape[0] > 0 and st.ctx_int[FIELD] < FIELD_SLOTS:
             st.fields[0, st.ctx_int[FIELD]] = t
+            st.fields[0, SAME] = 1
         st.ctx_int[WORD_HASH] = 0
     elif _is_word_symbol(symbol):
         st.ctx_int[WORD_HASH] = np.int64(_absorb(np.uint64(st.ctx_int[WORD_HASH]), symbol) >> np.uint64(1))

@@ -19,17 +19,22 @@ import numpy as np
 
 from ..kernels.elementary import numerics_marker
 from .config import OnlineConfig
-from .context import (FIELD_SLOTS, LINE_START, MATCH_LEN, MATCH_PTR, NNZ, ORDER0_TOTAL, POS, PREV_LINE_LEN,
-                      PREV_LINE_START)
+from .context import (ABOVE, EMPTY, FIELD_SLOTS, LINE_START, MATCH_LEN, MATCH_PTR, NNZ, ORDER0_TOTAL, POS,
+                      PREV_LINE_LEN, PREV_LINE_START, SAME)
 from .state import ACTIVE, WINDOW_POS, OnlineState, state_shapes
 from .tables import owned_copy
 
 FORMAT_MAGIC = b"SEQDLRN\x00"
-FORMAT_VERSION = 4  # 2: the numerics marker (version 1 restores with 'ieee'); 3: the mixer's arrays; 4: fields
+FORMAT_VERSION = 5  # 2: the numerics marker (version 1 restores with 'ieee'); 3: the mixer's arrays; 4: fields;
+# 5: followers, and the field column's "same so far" part
 NEW_IN_3 = ("sel_w", "sel_P", "sel_h", "sel_updates", "sel_row")  # the selected weights' arrays (empty without them)
 NEW_IN_4 = ("fields",)  # the field column's field starts
+NEW_IN_5 = ("followers",)  # the indirect source's table
 # what each version added: its arrays, and the setting that needs them (a snapshot before it had neither)
-ADDED = ((3, NEW_IN_3, "selected_weights", "a mixer"), (4, NEW_IN_4, "field_column_context", "a field column source"))
+ADDED = ((3, NEW_IN_3, "selected_weights", "a mixer"), (4, NEW_IN_4, "field_column_context", "a field column source"),
+         (5, NEW_IN_5, "indirect_context", "an indirect source"))
+# settings whose source changed meaning in a version: an older snapshot using them would continue differently
+CHANGED = ((5, "field_column_context", "the field column of seqd 0.3, whose contexts this seqd no longer forms"),)
 
 _HEADER = struct.Struct("<8sII")  # magic, version, header length
 
@@ -100,6 +105,9 @@ def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
             if getattr(config, setting):
                 raise ValueError(f"learner snapshot format {version} cannot hold {what} ({setting})")
             arrays.update({name: np.zeros(*shapes[name]) for name in names})
+    for changed, setting, what in CHANGED:
+        if version < changed and getattr(config, setting):
+            raise ValueError(f"learner snapshot format {version} holds {what} ({setting})")
     if set(arrays) != set(OnlineState._fields):
         raise ValueError("learner snapshot does not hold the expected arrays")
     state = OnlineState(**{name: owned_copy(arrays[name]) for name in OnlineState._fields})
@@ -181,6 +189,12 @@ def _check_context(config: OnlineConfig, state: OnlineState) -> None:
     if rows and (state.sel_row.min() < 0 or state.sel_row[:S].max() >= rows or state.sel_row[S] > S
                  or state.sel_updates.min() < 0 or not (state.sel_h > 0.0).all()):
         raise bad("the selected weights' rows or counts are out of range")
-    if state.fields.size and (state.fields.min() < 0 or state.fields[:, :FIELD_SLOTS + 1].max() > t
-                              or state.fields[1, FIELD_SLOTS + 1] > FIELD_SLOTS):
-        raise bad("the field column's field positions are out of range")
+    if state.fields.size:
+        starts = np.concatenate([state.fields[0, :FIELD_SLOTS], state.fields[1, :FIELD_SLOTS + 1]])
+        if starts.min() < 0 or starts.max() > t or not 0 <= state.fields[1, FIELD_SLOTS + 1] <= FIELD_SLOTS:
+            raise bad("the field column's field positions are out of range")
+        if not EMPTY <= state.fields[0, ABOVE] < cap or state.fields[0, SAME] not in (0, 1):
+            raise bad("the field column's symbol above or its 'same so far' flag is out of range")
+    followed = state.followers[state.followers != 0] - 1
+    if followed.size and (followed.min() < 0 or followed.max() >= cap or not state.code_of[followed].all()):
+        raise bad("the indirect source's table holds a symbol the learner has never seen")
