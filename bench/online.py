@@ -97,7 +97,7 @@ def logs(args) -> str:
 ABLATIONS = [  # (label, configuration): one part of the default changed at a time
     ("default: 4 recurrent units, all context units, the mixer", BYTES),
     # the mixer (context.py, writing.py)
-    ("without the mixer: per-symbol context weights alone (the model of preset bytes-2)",
+    ("without the mixer: per-symbol context weights alone",
      replace(BYTES, selected_weights=False)),
     ("the mixer, per-symbol weights held at their initial value (context_prior=2^20)",
      replace(BYTES, context_prior=2.0 ** 20)),
@@ -108,15 +108,21 @@ ABLATIONS = [  # (label, configuration): one part of the default changed at a ti
     # the recurrent units
     ("without the recurrent units (units=0)", replace(BYTES, units=0)),
     ("recurrent units alone (4 units, no context units)",
-     replace(BYTES, context_orders=(), column_context=False, word_context=False, match_min=0, selected_weights=False)),
+     replace(BYTES, context_orders=(), column_context=False, field_column_context=False, word_context=False,
+             indirect_context=False, match_min=0, selected_weights=False)),
     ("seed 000's GLNN alone, 32 units (OnlineConfig())", OnlineConfig()),
     # the context sources, one at a time
     *[(f"without order {k}", replace(BYTES, context_orders=tuple(o for o in BYTES.context_orders if o != k)))
       for k in BYTES.context_orders],
+    ("with order 8 too (orders of preset bytes-3)", replace(BYTES, context_orders=(1, 2, 3, 4, 6, 8, 12, 16))),
     ("without the order-k chain", replace(BYTES, context_orders=())),
     ("without the column source", replace(BYTES, column_context=False)),
+    ("without the field column source", replace(BYTES, field_column_context=False)),
     ("without the word source", replace(BYTES, word_context=False)),
+    ("without the indirect source", replace(BYTES, indirect_context=False)),
     ("without the match model", replace(BYTES, match_min=0)),
+    ("the model of preset bytes-3 (seqd 0.3)", replace(BYTES, context_orders=(1, 2, 3, 4, 6, 8, 12, 16),
+                                                        field_column_context=False, indirect_context=False)),
 ]
 
 

@@ -309,6 +309,11 @@ def test_a_snapshot_with_field_positions_out_of_range_is_refused():
         damaged.state.fields[where] = value
         with pytest.raises(ValueError, match="field column"):
             OnlineLearner.from_bytes(damaged.to_bytes())
+    for value in (-1, -1000):  # a field number below 0 would index before the field starts
+        damaged = OnlineLearner.from_bytes(learner.to_bytes())
+        damaged.state.ctx_int[FIELD] = value
+        with pytest.raises(ValueError, match="field number"):
+            OnlineLearner.from_bytes(damaged.to_bytes())
     for value in (EMPTY, 0):  # "nothing above" and an ordinary symbol above restore
         intact = OnlineLearner.from_bytes(learner.to_bytes())
         intact.state.fields[0, ABOVE] = value
@@ -329,12 +334,13 @@ def test_a_snapshot_whose_indirect_table_names_unseen_symbols_is_refused():
             OnlineLearner.from_bytes(damaged.to_bytes())
 
 
-def test_the_field_column_tells_a_repeating_field_from_one_that_left_the_line_above():
-    """On log lines both values of "same so far" occur at positions past a field's start, and at the start."""
-    cfg = OnlineConfig(**ROOMY, field_column_context=True, context_entries=4, count_limit=9)
+def test_the_log_stream_reaches_both_values_of_the_field_columns_same_so_far():
+    """The stream the kernels are compared on ("field", "all", "mixed" with "log") goes through fields that
+    repeat the line above and fields that leave it, so both values of "same so far" are checked there."""
+    cfg = OnlineConfig(**ROOMY, **KINDS["field"])
     ref = reference_for(cfg)
     seen = set()
-    for symbol in log_text(800, seed=6):
+    for symbol in STREAMS["log"]():
         _, pos, _, same = ref.context(0)
         seen.add((pos > 0, same))
         ref.observe(int(symbol))

@@ -61,8 +61,9 @@ Sources (each deterministic, bounded in memory, O(small) per symbol):
   the log-odds that a match of its length predicted right so far,
   (hits + 1/2) / (misses + 1/2).
 
-The line structure uses symbol 10 (newline), so column and word help byte
-streams; on other alphabets they are harmless and can be switched off.
+The line structure uses symbol 10 (newline) and fields symbols 32 and 9
+(space, tab), so column, field column and word help byte streams; on other
+alphabets they are harmless and can be switched off.
 
 **The mixer** (``selected_weights``).  A weight c_sy sees an update only
 when its symbol was voted for, so on a log most of them hardly move from

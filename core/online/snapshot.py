@@ -19,7 +19,7 @@ import numpy as np
 
 from ..kernels.elementary import numerics_marker
 from .config import OnlineConfig
-from .context import (ABOVE, EMPTY, FIELD_SLOTS, LINE_START, MATCH_LEN, MATCH_PTR, NNZ, ORDER0_TOTAL, POS,
+from .context import (ABOVE, EMPTY, FIELD, FIELD_SLOTS, LINE_START, MATCH_LEN, MATCH_PTR, NNZ, ORDER0_TOTAL, POS,
                       PREV_LINE_LEN, PREV_LINE_START, SAME)
 from .state import ACTIVE, WINDOW_POS, OnlineState, state_shapes
 from .tables import owned_copy
@@ -175,6 +175,8 @@ def _check_context(config: OnlineConfig, state: OnlineState) -> None:
     if not 0 <= int(ints[PREV_LINE_START]) <= int(ints[LINE_START]) <= t or int(ints[PREV_LINE_LEN]) < 0 \
             or int(ints[PREV_LINE_LEN]) > int(ints[LINE_START]) - int(ints[PREV_LINE_START]):
         raise bad("the context units' line positions are out of range")
+    if int(ints[FIELD]) < 0:  # the field column indexes its field starts by it (capped above, not below)
+        raise bad("the context units' field number is out of range")
     length, ptr = int(ints[MATCH_LEN]), int(ints[MATCH_PTR])
     if length < 0 or (length > 0 and not max(t - H, -1) < ptr < t):
         raise bad("the match model follows a position outside the history")
@@ -195,6 +197,6 @@ def _check_context(config: OnlineConfig, state: OnlineState) -> None:
             raise bad("the field column's field positions are out of range")
         if not EMPTY <= state.fields[0, ABOVE] < cap or state.fields[0, SAME] not in (0, 1):
             raise bad("the field column's symbol above or its 'same so far' flag is out of range")
-    followed = state.followers[state.followers != 0] - 1
+    followed = state.followers[state.followers != 0].astype(np.int64) - 1
     if followed.size and (followed.min() < 0 or followed.max() >= cap or not state.code_of[followed].all()):
         raise bad("the indirect source's table holds a symbol the learner has never seen")
