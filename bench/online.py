@@ -105,6 +105,7 @@ ABLATIONS = [  # (label, configuration): one part of the default changed at a ti
      replace(BYTES, selected_step="block")),
     *[(f"the mixer by a plain gradient step, rate {rate:g}", replace(BYTES, selected_step="gradient", selected_rate=rate))
       for rate in (0.001, 0.003, 0.01, 0.03)],
+    ("without the field-selected weights (the model of preset bytes-4)", replace(BYTES, field_selected_weights=False)),
     # the recurrent units
     ("without the recurrent units (units=0)", replace(BYTES, units=0)),
     ("recurrent units alone (4 units, no context units)",
@@ -117,12 +118,14 @@ ABLATIONS = [  # (label, configuration): one part of the default changed at a ti
     ("with order 8 too (orders of preset bytes-3)", replace(BYTES, context_orders=(1, 2, 3, 4, 6, 8, 12, 16))),
     ("without the order-k chain", replace(BYTES, context_orders=())),
     ("without the column source", replace(BYTES, column_context=False)),
-    ("without the field column source", replace(BYTES, field_column_context=False)),
+    ("without the field column source (and so the field-selected weights)",
+     replace(BYTES, field_column_context=False)),
     ("without the word source", replace(BYTES, word_context=False)),
     ("without the indirect source", replace(BYTES, indirect_context=False)),
     ("without the match model", replace(BYTES, match_min=0)),
     ("the model of preset bytes-3 (seqd 0.3)", replace(BYTES, context_orders=(1, 2, 3, 4, 6, 8, 12, 16),
-                                                        field_column_context=False, indirect_context=False)),
+                                                        field_column_context=False, indirect_context=False,
+                                                        field_selected_weights=False)),
 ]
 
 

@@ -56,6 +56,7 @@ PRESETS = {
         "writing_rate": 1.0, "numerics": "libm",  # format 1 had no numerics setting: it used the C library's
         "selected_weights": False,  # nor the mixer (named here since bytes-3 made it the default)
         "field_column_context": False, "indirect_context": False,  # nor the field column and indirect sources
+        "field_selected_weights": False,  # nor the mixer's field-selected weights
     },
 }
 PRESETS["bytes-2"] = {**PRESETS["bytes-1"], "numerics": "ieee"}  # bytes-1 with seqd's own exp/log/tanh
@@ -63,7 +64,8 @@ PRESETS["bytes-3"] = {**PRESETS["bytes-2"], "selected_weights": True, "selected_
                       "selected_step": "diagonal", "selected_rate": 1.0, "selected_discount": 0.000244140625}
 PRESETS["bytes-4"] = {**PRESETS["bytes-3"], "field_column_context": True, "indirect_context": True,  # two sources
                       "context_orders": [1, 2, 3, 4, 6, 12, 16]}  # more, one order fewer
-PRESET = "bytes-4"
+PRESETS["bytes-5"] = {**PRESETS["bytes-4"], "field_selected_weights": True}  # bytes-4, the field-selected weights
+PRESET = "bytes-5"
 
 
 class FormatError(ValueError):

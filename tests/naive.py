@@ -848,6 +848,31 @@ class ContextReference:
             rows.append(state * (S + 1) + k)
         return rows, k
 
+    def field_selecting_row(self):
+        """The field-selected weights' row for the next symbol: 16 * same + 4 * min(position, 3) + kind.
+
+        same: every symbol of the field so far equals the one above it (the
+        field column's last part); position: in the field (the 64th field runs
+        to the end of the line); kind of the last symbol: 0 a digit, 1 an ASCII
+        letter, 2 space, tab or newline, 3 anything else (and before the stream).
+        """
+        f = min(self.field, FIELD_SLOTS - 1)
+        start = field_starts(self.line)[f]
+        position = len(self.line) - start
+        same = all(self.line[start + i] == self._above(f, i) for i in range(position))
+        last = self.history[-1] if self.history else None
+        if last is None:
+            kind = 3
+        elif chr(last).isdigit() and last < 128:
+            kind = 0
+        elif last < 128 and chr(last).isalpha():
+            kind = 1
+        elif last in (32, 9, LINE_END):
+            kind = 2
+        else:
+            kind = 3
+        return 16 * int(same) + 4 * min(position, 3) + kind
+
     def codes(self):
         """{symbol: internal code}: codes 1, 2, ... in order of first appearance (0 is the escape)."""
         return {y: i + 1 for i, y in enumerate(self.seen)}
@@ -876,7 +901,7 @@ def context_block_update(P, x, curv, err, w, discount, prior, centre, eta, updat
     return P_after, step, w + eta * step, err - curv * eta * float(x @ step)
 
 
-def selected_weights_step(method, P, h, u, x, curv, err, discount, prior, rate, updates):
+def selected_weights_step(method, P, h, u, x, curv, err, discount, prior, rate, updates, field=None):
     """The mixer's step after one symbol (``writing.selected_writing_update``), densely.
 
     ``u`` holds each source's selected weight, ``h`` their diagonal metric
@@ -892,6 +917,13 @@ def selected_weights_step(method, P, h, u, x, curv, err, discount, prior, rate, 
 
     The error left is err - curv * (x^T (rate * step)).
     Returns (P after, h after, u after, err after).
+
+    With ``field`` = (h2, v), the field-selected weights of the selected row
+    and their diagonal terms, also in every logit: their direction is
+    g - discount * prior * v, divided by h2 <- (1 - discount) h2 + g^2 +
+    discount * prior except under "gradient"; v moves by rate times it, and
+    the error left also loses curv * (x^T (rate * that)).  Returns
+    (P, h, u, err, h2 after, v after).
     """
     S = len(u)
     g = x @ err
@@ -906,4 +938,11 @@ def selected_weights_step(method, P, h, u, x, curv, err, discount, prior, rate, 
         step = P @ grad
     else:
         step = grad
-    return P, h, u + rate * step, err - curv * (x.T @ (rate * step))
+    if field is None:
+        return P, h, u + rate * step, err - curv * (x.T @ (rate * step))
+    h2, v = field
+    step2 = g - discount * prior * v
+    if method != "gradient":
+        h2 = (1.0 - discount) * h2 + g * g + discount * prior
+        step2 = step2 / h2
+    return P, h, u + rate * step, err - curv * (x.T @ (rate * (step + step2))), h2, v + rate * step2

@@ -49,13 +49,12 @@ from seqd.core.online.context import (
     PREV_LINE_LEN,
     PREV_LINE_START,
     SAME,
-    _absorb,
-    _finalize,
     clear_features,
     features,
     observe,
 )
 from seqd.core.online.alphabet import activate_symbol
+from seqd.core.online.hashing import absorb, finalize
 from seqd.core.online.config import SELECTED_STEPS, H
 from seqd.core.online.writing import context_writing_update, selected_writing_update, writing_update
 from seqd.core.online.state import ACTIVE, ETA_W, SYMBOLS, OnlineState, new_state
@@ -111,7 +110,7 @@ KINDS = {
     "all": dict(context_orders=(1, 3, 6), column_context=True, field_column_context=True, word_context=True,
                 indirect_context=True, match_min=5, context_entries=5, count_limit=12),
 }
-KINDS["mixed"] = dict(KINDS["all"], selected_weights=True)  # every source, and the mixer's selected weights
+KINDS["mixed"] = dict(KINDS["all"], selected_weights=True, field_selected_weights=True)  # every source, the mixer
 
 
 # -- 1. every source against the dictionary reference ------------------------------------------
@@ -192,6 +191,7 @@ def compare_with_reference(cfg, x, references, check_all=True):
     """
     st = new_state(cfg)
     st.sel_w[...] = np.random.default_rng(7).normal(0.0, 0.5, st.sel_w.shape)  # the mixer's weights, if any
+    st.fsel_w[...] = np.random.default_rng(8).normal(0.0, 0.5, st.fsel_w.shape)
     hyper, flags = cfg.hyper(), cfg.flags()
     cap, m = cfg.alphabet_cap, cfg.match_min
     hashed = [s for s, (kind, _) in enumerate(cfg.sources) if kind != MATCH]
@@ -221,14 +221,19 @@ def compare_with_reference(cfg, x, references, check_all=True):
                 if ref.match_length:
                     assert int(st.ctx_int[MATCH_PTR]) == ref.match_at, f"position {t}: match position"
                 # the votes: offset[y] = sum_s x_s(y) (c_sy + u[r_s, s]), and exactly 0 for codes nobody voted for
-                rows = None
+                mixed = np.zeros(len(cfg.sources))  # each source's weight shared by all symbols: u[r_s, s] + v[q, s]
                 if cfg.selected_weights:
                     rows, k = ref.selecting_rows()
                     assert st.sel_row.tolist() == rows + [k], f"position {t}: the mixer's rows"
+                    mixed += st.sel_w[rows, np.arange(len(cfg.sources))]
+                if cfg.field_selected_weights:
+                    q = ref.field_selecting_row()
+                    assert int(st.fsel_row[0]) == q, f"position {t}: the field-selected row"
+                    mixed += st.fsel_w[q]
                 votes, scale = np.zeros(width), np.zeros(width)  # scale: the sum of |terms|, for rounding
                 for (s, code), v in want.items():
-                    votes[code] += v * (cfg.context_weight + (st.sel_w[rows[s], s] if rows else 0.0))
-                    scale[code] += abs(v * (cfg.context_weight + (st.sel_w[rows[s], s] if rows else 0.0)))
+                    votes[code] += v * (cfg.context_weight + mixed[s])
+                    scale[code] += abs(v * (cfg.context_weight + mixed[s]))
                 assert np.all(np.abs(offset[:width] - votes) <= REL * scale), f"position {t}: offset"
             elif first_disagreement[r] is None:
                 agree = storage.consistent and found == ref_found and set(got) == set(want) and \
@@ -635,12 +640,15 @@ def test_context_writing_update_matches_a_dense_inverse(seed):
     assert np.array_equal(curv_after, curv)
 
 
+@pytest.mark.parametrize("field", [False, True], ids=["selected", "selected-and-field-selected"])
 @pytest.mark.parametrize("step", SELECTED_STEPS)
 @pytest.mark.parametrize("seed", [0, 1])
-def test_the_mixers_step_matches_a_dense_reference(seed, step):
+def test_the_mixers_step_matches_a_dense_reference(seed, step, field):
     cfg = OnlineConfig(units=2, degree=1, alphabet_cap=12, context_orders=(1, 2), word_context=True, match_min=3,
                        context_bits=10, history_bits=10, match_bits=10, selected_discount=1 / 64,
-                       selected_weights=True, selected_prior=7.0, selected_step=step, selected_rate=0.6)
+                       selected_weights=True, selected_prior=7.0, selected_step=step, selected_rate=0.6,
+                       field_column_context=field, field_selected_weights=field)
+    assert cfg.field_selected_weights == field
     hyper, flags = cfg.hyper(), cfg.flags()
     S, width = len(cfg.sources), 10
     rng = np.random.default_rng(seed)
@@ -653,17 +661,25 @@ def test_the_mixers_step_matches_a_dense_reference(seed, step):
     st.sel_w[...] = rng.normal(0.0, 0.5, st.sel_w.shape)
     st.sel_h[...] = rng.uniform(0.5, 20.0, st.sel_h.shape)
     st.sel_updates[...] = rng.integers(0, 100, S + 1)
+    st.fsel_w[...] = rng.normal(0.0, 0.5, st.fsel_w.shape)
+    st.fsel_h[...] = rng.uniform(0.5, 20.0, st.fsel_h.shape)
+    if field:
+        st.fsel_row[0] = q = 21
     k = 2
     rows = [int(r) for r in rng.integers(0, st.sel_w.shape[0], S)]
     st.sel_row[:S] = rows
     st.sel_row[S] = k
-    listed = [(0, 5), (2, 2), (1, 5), (3, 8), (0, 2), (2, 6), (1, 6), (0, 6)]  # source 3 (the match) votes for 8
+    match = S - 1
+    listed = [(0, 5), (2, 2), (1, 5), (match, 8), (0, 2), (2, 6), (1, 6), (0, 6)]  # the match votes for 8
     curv, err = _random_votes(st, rng, listed, width)
-    before = {name: np.array(getattr(st, name), copy=True) for name in ("sel_P", "sel_h", "sel_w", "sel_updates")}
+    before = {name: np.array(getattr(st, name), copy=True)
+              for name in ("sel_P", "sel_h", "sel_w", "sel_updates", "fsel_w", "fsel_h")}
     active = (rows, list(range(S)))
-    P, h, u_after, err_want = naive.selected_weights_step(
+    out = naive.selected_weights_step(
         step, before["sel_P"][k], before["sel_h"][active], before["sel_w"][active], st.feat[:, :width], curv, err,
-        cfg.selected_discount, cfg.selected_prior, cfg.selected_rate, int(before["sel_updates"][k]))
+        cfg.selected_discount, cfg.selected_prior, cfg.selected_rate, int(before["sel_updates"][k]),
+        field=(before["fsel_h"][q], before["fsel_w"][q]) if field else None)
+    P, h, u_after, err_want = out[:4]
     err_after = err.copy()
     selected_writing_update(st, hyper, flags, curv, err_after)
     np.testing.assert_allclose(st.sel_P[k], P, rtol=1e-10, atol=1e-10 * np.abs(P).max())
@@ -680,6 +696,14 @@ def test_the_mixers_step_matches_a_dense_reference(seed, step):
     moved[active] = True
     assert np.array_equal(st.sel_w[~moved], before["sel_w"][~moved])
     assert np.array_equal(st.sel_h[~moved], before["sel_h"][~moved])
+    if field:  # the field-selected row moved as the reference says, and no other
+        h2, v = out[4:]
+        np.testing.assert_allclose(st.fsel_h[q], h2, rtol=1e-12)
+        np.testing.assert_allclose(st.fsel_w[q], v, rtol=1e-10, atol=1e-12)
+        assert not np.allclose(st.fsel_w[q], before["fsel_w"][q])
+        others = [r for r in range(st.fsel_w.shape[0]) if r != q]
+        assert np.array_equal(st.fsel_w[others], before["fsel_w"][others])
+        assert np.array_equal(st.fsel_h[others], before["fsel_h"][others])
 
 
 def test_the_mixer_learns_and_restores_bit_for_bit():
@@ -703,6 +727,36 @@ def test_the_mixer_learns_and_restores_bit_for_bit():
         getattr(damaged.state, name)[where] = value
         with pytest.raises(ValueError, match="selected weights"):
             OnlineLearner.from_bytes(damaged.to_bytes())
+
+
+def test_the_field_selected_weights_learn_restore_and_refuse_damage():
+    """Many of their rows are met and learned on log lines; a snapshot continues them exactly; a row or metric
+    term out of range is refused."""
+    cfg = OnlineConfig(units=2, degree=1, context_orders=(1, 2, 4), column_context=True, field_column_context=True,
+                       word_context=True, match_min=4, context_bits=12, history_bits=12, match_bits=12,
+                       selected_weights=True, field_selected_weights=True)
+    x = log_text(900, seed=12)
+    learner = OnlineLearner(cfg)
+    learner.learn(x[:len(x) // 2])
+    restored = OnlineLearner.from_bytes(learner.to_bytes())
+    assert np.array_equal(learner.learn(x[len(x) // 2:]), restored.learn(x[len(x) // 2:]))
+    for name in ("fsel_w", "fsel_h", "fsel_row"):
+        assert np.array_equal(getattr(learner.state, name), getattr(restored.state, name)), name
+    met = np.flatnonzero((learner.state.fsel_h > cfg.selected_prior * (1 + 1e-9)).any(axis=1))
+    assert len(met) >= 12 and {r // 16 for r in met} == {0, 1}  # rows of both kinds of field were met
+    for name, where, value in [("fsel_row", 0, 32), ("fsel_row", 0, -1), ("fsel_h", (3, 1), 0.0),
+                               ("fsel_w", (2, 0), np.inf)]:
+        damaged = OnlineLearner.from_bytes(learner.to_bytes())
+        getattr(damaged.state, name)[where] = value
+        with pytest.raises(ValueError, match="field-selected weights|non-finite"):
+            OnlineLearner.from_bytes(damaged.to_bytes())
+
+
+def test_the_field_selected_weights_read_as_off_without_the_mixer_or_the_field_column():
+    for kwargs in (dict(selected_weights=False), dict(field_column_context=False)):
+        cfg = OnlineConfig.bytes_default(**kwargs, context_bits=10, history_bits=10, match_bits=10)
+        assert cfg.field_selected_weights is False and new_state(cfg).fsel_w.shape[0] == 0
+    assert OnlineConfig.bytes_default().field_selected_weights is True
 
 
 # -- 6. configuration ----------------------------------------------------------------------------
@@ -787,8 +841,8 @@ def match_slot(symbols, bits):
     """``observe``'s match-table slot for the last symbols ``symbols`` (the kernel's own hash)."""
     h = np.uint64(0)
     for v in reversed(symbols):
-        h = np.uint64(_absorb(h, int(v)))
-    return int(np.uint64(_finalize(h)) >> np.uint64(64 - bits))
+        h = np.uint64(absorb(h, int(v)))
+    return int(np.uint64(finalize(h)) >> np.uint64(64 - bits))
 
 
 def false_repeat_at_the_history_boundary():

@@ -69,14 +69,19 @@ def test_writing_step_is_the_dense_discounted_newton_step(entry):
             err = np.array([(1.0 if y == target else 0.0) - pi[y] for y in range(len(pi))])
             voted = sorted({int(st.feat_nz[q, 1]) for q in range(int(st.ctx_int[NNZ]))})
             sel_w, sel_h, sel_P = st.sel_w.copy(), st.sel_h.copy(), st.sel_P.copy()
+            fsel_w, fsel_h = st.fsel_w.copy(), st.fsel_h.copy()
             if config.selected_weights:  # the mixer steps first of all
                 S = len(config.sources)
                 active, block = (st.sel_row[:S], np.arange(S)), int(st.sel_row[S])
                 curv = np.array([p * (1.0 - p) for p in pi])
-                sel_P[block], sel_h[active], sel_w[active], err = naive.selected_weights_step(
+                q = int(st.fsel_row[0]) if config.field_selected_weights else None
+                out = naive.selected_weights_step(
                     config.selected_step, st.sel_P[block], st.sel_h[active], st.sel_w[active], st.feat[:, :len(pi)],
                     curv, err, config.selected_discount, config.selected_prior, config.selected_rate,
-                    int(st.sel_updates[block]))
+                    int(st.sel_updates[block]), field=None if q is None else (st.fsel_h[q], st.fsel_w[q]))
+                sel_P[block], sel_h[active], sel_w[active], err = out[:4]
+                if q is not None:
+                    fsel_h[q], fsel_w[q] = out[4:]
             ctx_w, ctx_P = st.ctx_w.copy(), st.ctx_P.copy()
             for y in voted:  # the context weights step first, and leave the network the rest of the error
                 ctx_P[y], _, ctx_w[:, y], err[y] = naive.context_block_update(
@@ -93,6 +98,8 @@ def test_writing_step_is_the_dense_discounted_newton_step(entry):
             close(st.sel_w, sel_w)
             close(st.sel_h, sel_h)
             close(st.sel_P, sel_P, rel=1e-10)
+            close(st.fsel_w, fsel_w)
+            close(st.fsel_h, fsel_h)
             checked["new symbol"] += target == 0
             checked["escape retired"] += first
             checked["context votes"] += len(voted)

@@ -114,6 +114,7 @@ class OnlineConfig:
     selected_step: str = "diagonal"  # their metric (SELECTED_STEPS, above): diagonal, block, or none: gradient
     selected_rate: float = 1.0  # the step's rate: 1 for a metric's Newton step; the gradient step's is tuned
     selected_discount: float = 1.0 / 4096  # gamma of their metric's discounted sums
+    field_selected_weights: bool = False  # a second set, selected by the place in the field (needs the field column)
     # exp/log/tanh: "ieee", seqd's own (kernels/elementary.py), the same bits on every machine; "libm", the
     # C library's, which only format 1 .sqd files need (docs/format.md)
     numerics: str = "ieee"
@@ -123,7 +124,7 @@ class OnlineConfig:
         """The default model for byte streams (logs, ``seqd compress``): a small GLNN plus context units, mixed."""
         settings = dict(units=4, context_orders=(1, 2, 3, 4, 6, 12, 16), column_context=True,
                         field_column_context=True, word_context=True, indirect_context=True, match_min=6,
-                        selected_weights=True)
+                        selected_weights=True, field_selected_weights=True)
         settings.update(overrides)
         return cls(**settings)
 
@@ -153,6 +154,8 @@ class OnlineConfig:
             raise ValueError(f"context_weight must be finite, got {self.context_weight}")
         if self.selected_weights and not self.sources:  # nothing to mix: the model is the one without a mixer
             object.__setattr__(self, "selected_weights", False)
+        if self.field_selected_weights and not (self.selected_weights and self.field_column_context):
+            object.__setattr__(self, "field_selected_weights", False)  # no mixer, or no field column to select by
         if not (math.isfinite(self.selected_prior) and self.selected_prior > 0.0):
             raise ValueError(f"selected_prior must be finite and > 0, got {self.selected_prior}")
         if not (math.isfinite(self.selected_rate) and self.selected_rate > 0.0):

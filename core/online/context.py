@@ -79,6 +79,19 @@ source, the length of the match) and k is how many sources found their
 context at all (the match model is not counted: k <= S - 1 with one).
 Each row of u is a weight vector in which the source's vote is calibrated
 for that situation, learned from every symbol that meets it.
+
+With ``field_selected_weights`` (and the field column, whose state it
+reads) every vote carries a third weight, v[q, s], from a second set whose
+row q is the same for all sources: where the next symbol falls in its
+field,
+
+    q = 16 * same + 4 * min(position in the field, 3) + kind of the last symbol
+
+(same: the field so far is the previous line's, as the field column tells;
+kinds: digit, letter, space/tab/newline, other).  A source's vote is worth
+more at the start of a field than inside it, after a digit than after a
+letter, in a field that repeats the line above than in one that left it:
+what the recurrent units were meant to tell the mixer, read off the line.
 ``writing.selected_writing_update`` steps the selected weights first, by a
 Newton step in their outer-product metric (seed 004, Definition 14), kept
 per weight by default; the per-symbol weights then step on the error that
@@ -93,6 +106,7 @@ import numpy as np
 
 from ..jit import inline_kernel, kernel
 from ..kernels.elementary import log1p_of, log_of
+from .hashing import EMPTY, absorb, finalize, hashed, log2_ceil, slot_and_tag
 
 # source kinds (OnlineState.ctx_kind[s, 0]; ctx_kind[s, 1] is the order for ORDER)
 ORDER, COLUMN, WORD, MATCH, FIELD_COLUMN, INDIRECT = 0, 1, 2, 3, 4, 5
@@ -110,49 +124,9 @@ MATCH_VERIFY = 32  # longest length credited to a match found by hash (it grows 
 # the selected weights' source states b_s: 0 for a source that does not vote, 1..14 for a count source's
 # (total, distinct) (_count_state), 2..16 for the match source's length (1 + its bucket, the long ones merged)
 SELECTING_BUCKETS = 17
-EMPTY = -1  # the time before the stream started, and "nothing above": no symbol takes this value
-EMPTY_HASHED = 0xFFFF  # what EMPTY is hashed as (its value when it was one; byte streams hash as before)
-TOP_HASHED = 0x10000  # what symbol 0xFFFF is hashed as, so that it never hashes as EMPTY
-
-_M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
-@inline_kernel
-def _finalize(z):
-    """SplitMix64's finalizer: a bijective mix of a 64-bit word."""
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-@inline_kernel
-def _absorb(h, value):
-    """Fold one non-negative integer into a running hash."""
-    return (h ^ np.uint64(value + 1)) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(0x632BE59BD9B4E019)
-
-
-@inline_kernel
-def _key(h, source, bits):
-    """(slot, tag) of a context hash for a source: top ``bits`` bits, and a non-zero 32-bit check."""
-    z = _finalize(h ^ (np.uint64(source + 1) * np.uint64(0xD6E8FEB86659FD93)))
-    slot = np.int64(z >> np.uint64(64 - bits))
-    tag = np.uint32((z & np.uint64(0xFFFFFFFF)) | np.uint64(1))
-    return slot, tag
-
-
-@inline_kernel
-def _hashed(symbol):
-    """The value a symbol, or EMPTY, is folded into a context hash as: one value each, all distinct.
-
-    Symbols hash as themselves except 0xFFFF (an alphabet of 65536), which would hash as EMPTY did.
-    """
-    if symbol == EMPTY:
-        return np.int64(EMPTY_HASHED)
-    if symbol == 0xFFFF:
-        return np.int64(TOP_HASHED)
-    return np.int64(symbol)
-
-
+# the field-selected weights' rows: (field so far the previous line's: 0/1) x (position in the field: 0, 1, 2,
+# 3 and later) x (the last symbol: digit, letter, space/tab/newline, anything else)
+FIELD_SELECTING_ROWS = 32
 @inline_kernel
 def _history(st, back):
     """The symbol ``back`` steps before now (1 = the last one), or EMPTY before the stream began.
@@ -197,7 +171,7 @@ def locate(st, bits):
             k = st.ctx_kind[s, 1]
             while done < k:  # orders are increasing: extend the running hash of the last symbols
                 done += 1
-                h = _absorb(h, _hashed(_history(st, done)))
+                h = absorb(h, hashed(_history(st, done)))
             key = h ^ np.uint64(k)
         elif kind == COLUMN:
             col = st.ctx_int[POS] - st.ctx_int[LINE_START]
@@ -206,7 +180,7 @@ def locate(st, bits):
             if col < st.ctx_int[PREV_LINE_LEN]:
                 H = st.hist.shape[0]
                 above = np.int64(st.hist[(st.ctx_int[PREV_LINE_START] + col) % H])
-            key = _absorb(_absorb(np.uint64(0x1234), min(col, 1023)), _hashed(above))
+            key = absorb(absorb(np.uint64(0x1234), min(col, 1023)), hashed(above))
         elif kind == FIELD_COLUMN:
             # fields[0, f]: where field f of this line starts; fields[1, f]: of the previous line, whose
             # field f ends one before fields[1, f + 1] (a separator, or the newline); fields[1, -1]: its fields
@@ -219,15 +193,15 @@ def locate(st, bits):
                 if at < st.fields[1, f + 1] - 1 and st.ctx_int[POS] - at <= H:
                     above = np.int64(st.hist[at % H])
             st.fields[0, ABOVE] = above
-            key = _absorb(_absorb(_absorb(_absorb(np.uint64(0x4321), f), min(pos, 255)), _hashed(above)),
+            key = absorb(absorb(absorb(absorb(np.uint64(0x4321), f), min(pos, 255)), hashed(above)),
                           st.fields[0, SAME])
         elif kind == INDIRECT:
             last = _history(st, 1)
             follower = st.followers[_follower_index(last, _history(st, 2))]
-            key = _absorb(_absorb(np.uint64(0x8765), _hashed(last)), follower)
+            key = absorb(absorb(np.uint64(0x8765), hashed(last)), follower)
         else:  # WORD
-            key = _absorb(_absorb(np.uint64(0x5678), min(st.ctx_int[FIELD], 255)), st.ctx_int[WORD_HASH])
-        slot, tag = _key(key, s, bits)
+            key = absorb(absorb(np.uint64(0x5678), min(st.ctx_int[FIELD], 255)), st.ctx_int[WORD_HASH])
+        slot, tag = slot_and_tag(key, s, bits)
         st.ctx_slot[s] = slot
         st.ctx_found[s] = 1 if st.ctx_tag[s, slot] == tag else 0
         st.ctx_want[s] = tag
@@ -274,6 +248,22 @@ def _count_state(n, u):
     return 13 if n < 16 else 14
 
 
+@inline_kernel
+def _field_selecting_row(st):
+    """The field-selected weights' row for the next symbol (FIELD_SELECTING_ROWS; the field column's state)."""
+    last = _history(st, 1)
+    kind = 3
+    if 48 <= last <= 57:
+        kind = 0
+    elif (65 <= last <= 90) or (97 <= last <= 122):
+        kind = 1
+    elif last == 32 or last == 9 or last == NEWLINE:
+        kind = 2
+    f = min(st.ctx_int[FIELD], FIELD_SLOTS - 1)
+    position = min(st.ctx_int[POS] - st.fields[0, f], 3)
+    return st.fields[0, SAME] * 16 + position * 4 + kind
+
+
 @kernel
 def features(st, cap, bits, offset, width):
     """The context units' activities for the next symbol, and their votes.
@@ -281,7 +271,8 @@ def features(st, cap, bits, offset, width):
     Writes x_s(y) into ``st.feat`` (listing the non-zero entries in
     ``st.feat_nz``) and ``offset[y] = sum_s x_s(y) c_sy`` over the active
     codes ``y < width``, plus ``x_s(y) u[r_s, s]`` with the selected weights
-    (their rows r_s, then the block k, in ``st.sel_row``).
+    (their rows r_s, then the block k, in ``st.sel_row``) and ``x_s(y) v[q, s]``
+    with the field-selected ones (their row q in ``st.fsel_row``).
     """
     locate(st, bits)
     S = st.ctx_kind.shape[0]
@@ -296,6 +287,9 @@ def features(st, cap, bits, offset, width):
         for s in range(S):
             st.sel_row[s] = found  # state 0 until the source votes: silent
         st.sel_row[S] = found
+    field_selected = st.fsel_w.shape[0] > 0
+    if field_selected:
+        st.fsel_row[0] = _field_selecting_row(st)
     # the interpolated chain: acc(y) = scale * p_0(y) + extra[y], with extra kept sparse
     scale = 1.0
     n_list = 0
@@ -365,6 +359,8 @@ def features(st, cap, bits, offset, width):
         weight = st.ctx_w[s, y]
         if selected:
             weight += st.sel_w[st.sel_row[s], s]
+            if field_selected:
+                weight += st.fsel_w[st.fsel_row[0], s]
         offset[y] += st.feat[s, y] * weight
 
 
@@ -465,16 +461,16 @@ def observe(st, symbol, limit, match_min):
             st.fields[0, SAME] = 1
         st.ctx_int[WORD_HASH] = 0
     elif _is_word_symbol(symbol):
-        st.ctx_int[WORD_HASH] = np.int64(_absorb(np.uint64(st.ctx_int[WORD_HASH]), symbol) >> np.uint64(1))
+        st.ctx_int[WORD_HASH] = np.int64(absorb(np.uint64(st.ctx_int[WORD_HASH]), symbol) >> np.uint64(1))
     else:
         st.ctx_int[WORD_HASH] = 0
     # the match model's table: the position after the last match_min symbols
     if match_min > 0 and t >= match_min:
         h = np.uint64(0)
         for back in range(1, match_min + 1):
-            h = _absorb(h, np.int64(st.hist[(t - back) % H]))
+            h = absorb(h, np.int64(st.hist[(t - back) % H]))
         T = st.match_table.shape[0]
-        where = np.int64(_finalize(h) >> np.uint64(64 - _log2(T)))
+        where = np.int64(finalize(h) >> np.uint64(64 - log2_ceil(T)))
         if st.ctx_int[MATCH_LEN] == 0:
             candidate = st.match_table[where] - 1  # stored + 1, so 0 means empty
             if candidate >= 0 and candidate < t and t - candidate < H:
@@ -489,11 +485,3 @@ def observe(st, symbol, limit, match_min):
                     st.ctx_int[MATCH_LEN] = length
                     st.ctx_int[MATCH_PTR] = candidate
         st.match_table[where] = t + 1
-
-
-@inline_kernel
-def _log2(n):
-    b = 0
-    while (np.int64(1) << b) < n:
-        b += 1
-    return b

@@ -19,20 +19,22 @@ import numpy as np
 
 from ..kernels.elementary import numerics_marker
 from .config import OnlineConfig
-from .context import (ABOVE, EMPTY, FIELD, FIELD_SLOTS, LINE_START, MATCH_LEN, MATCH_PTR, NNZ, ORDER0_TOTAL, POS,
-                      PREV_LINE_LEN, PREV_LINE_START, SAME)
+from .context import (ABOVE, EMPTY, FIELD, FIELD_SELECTING_ROWS, FIELD_SLOTS, LINE_START, MATCH_LEN, MATCH_PTR,
+                      NNZ, ORDER0_TOTAL, POS, PREV_LINE_LEN, PREV_LINE_START, SAME)
 from .state import ACTIVE, WINDOW_POS, OnlineState, state_shapes
 from .tables import owned_copy
 
 FORMAT_MAGIC = b"SEQDLRN\x00"
-FORMAT_VERSION = 5  # 2: the numerics marker (version 1 restores with 'ieee'); 3: the mixer's arrays; 4: fields;
-# 5: followers, and the field column's "same so far" part
+FORMAT_VERSION = 6  # 2: the numerics marker (version 1 restores with 'ieee'); 3: the mixer's arrays; 4: fields;
+# 5: followers, and the field column's "same so far" part; 6: the field-selected weights
 NEW_IN_3 = ("sel_w", "sel_P", "sel_h", "sel_updates", "sel_row")  # the selected weights' arrays (empty without them)
 NEW_IN_4 = ("fields",)  # the field column's field starts
 NEW_IN_5 = ("followers",)  # the indirect source's table
+NEW_IN_6 = ("fsel_w", "fsel_h", "fsel_row")  # the field-selected weights
 # what each version added: its arrays, and the setting that needs them (a snapshot before it had neither)
 ADDED = ((3, NEW_IN_3, "selected_weights", "a mixer"), (4, NEW_IN_4, "field_column_context", "a field column source"),
-         (5, NEW_IN_5, "indirect_context", "an indirect source"))
+         (5, NEW_IN_5, "indirect_context", "an indirect source"),
+         (6, NEW_IN_6, "field_selected_weights", "field-selected weights"))
 # settings whose source changed meaning in a version: an older snapshot using them would continue differently
 CHANGED = ((5, "field_column_context", "the field column of seqd 0.3, whose contexts this seqd no longer forms"),)
 
@@ -116,7 +118,7 @@ def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
         if got.shape != shape or got.dtype != dtype:
             raise ValueError(f"learner snapshot array {name!r} is {got.dtype}{list(got.shape)}, "
                              f"expected {dtype}{list(shape)}")
-    for name in ("w", "tau", "h0", "hd", "metric", "V", "a", "reals", "sel_w", "sel_P", "sel_h"):
+    for name in ("w", "tau", "h0", "hd", "metric", "V", "a", "reals", "sel_w", "sel_P", "sel_h", "fsel_w", "fsel_h"):
         if not np.all(np.isfinite(getattr(state, name))):
             raise ValueError(f"learner snapshot holds a non-finite value in {name!r}")
     _check_indices(config, state)
@@ -191,6 +193,8 @@ def _check_context(config: OnlineConfig, state: OnlineState) -> None:
     if rows and (state.sel_row.min() < 0 or state.sel_row[:S].max() >= rows or state.sel_row[S] > S
                  or state.sel_updates.min() < 0 or not (state.sel_h > 0.0).all()):
         raise bad("the selected weights' rows or counts are out of range")
+    if state.fsel_w.size and (not 0 <= state.fsel_row[0] < FIELD_SELECTING_ROWS or not (state.fsel_h > 0.0).all()):
+        raise bad("the field-selected weights' row or metric is out of range")
     if state.fields.size:
         starts = np.concatenate([state.fields[0, :FIELD_SLOTS], state.fields[1, :FIELD_SLOTS + 1]])
         if starts.min() < 0 or starts.max() > t or not 0 <= state.fields[1, FIELD_SLOTS + 1] <= FIELD_SLOTS:

@@ -18,7 +18,8 @@ from ..kernels.elementary import NUMERICS, atanh, logistic, tanh
 from ..kernels.network import Network
 from ..model import random_graph
 from .config import F, H, OnlineConfig
-from .context import CTX_INTS, FIELD_SLOTS, FOLLOWER_BASE, MATCH, MATCH_BUCKETS, SAME, SELECTING_BUCKETS
+from .context import (CTX_INTS, FIELD_SELECTING_ROWS, FIELD_SLOTS, FOLLOWER_BASE, MATCH, MATCH_BUCKETS, SAME,
+                      SELECTING_BUCKETS)
 from .tables import table_array
 
 # positions in the `reals` array (REALS of them) and in the `counts` array (COUNTS of them)
@@ -95,6 +96,9 @@ class OnlineState(NamedTuple):
     sel_row: np.ndarray  # (S+1,) int64 work: each source's row for the next symbol, then the block
     fields: np.ndarray  # (2, FIELD_SLOTS + 2) int64: field starts of this line and the previous, the symbol
     # above and whether the field so far repeats the previous line's (field column; context.ABOVE, SAME)
+    fsel_w: np.ndarray  # (FIELD_SELECTING_ROWS, S) the field-selected weights v[row, s] (context.py), or (0, S)
+    fsel_h: np.ndarray  # (FIELD_SELECTING_ROWS, S) their diagonal outer-product metric
+    fsel_row: np.ndarray  # (1,) int64 work: their row for the next symbol
     followers: np.ndarray  # (257 * 257,) int64: per pair of last symbols, the symbol that followed it + 1 (indirect)
     numerics: np.ndarray  # (0,): its dtype picks the exp/log/tanh every kernel compiles (kernels/elementary.py)
 
@@ -125,6 +129,7 @@ def new_state(config: OnlineConfig) -> OnlineState:
         if config.selected_weights:
             state.sel_P[...] = np.eye(S) / config.selected_prior
             state.sel_h[...] = config.selected_prior
+            state.fsel_h[...] = config.selected_prior
         if config.field_column_context:
             state.fields[0, SAME] = 1  # the first field of the stream repeats its (absent) previous line so far
     state.reals[ETA_TAU] = 1.0 / max(N, 1) if config.transition_rate is None else config.transition_rate
@@ -173,6 +178,9 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
         acc_list=((S * E,), i), sel_w=((SELECTING_BUCKETS * R, S), f), sel_P=((R, S, S), f),
         sel_h=((SELECTING_BUCKETS * R, S), f), sel_updates=((R,), i), sel_row=((S + 1 if R else 0,), i),
         fields=((2 if config.field_column_context else 0, FIELD_SLOTS + 2), i),
+        fsel_w=((FIELD_SELECTING_ROWS if config.field_selected_weights else 0, S), f),
+        fsel_h=((FIELD_SELECTING_ROWS if config.field_selected_weights else 0, S), f),
+        fsel_row=((1 if config.field_selected_weights else 0,), i),
         followers=((FOLLOWER_BASE ** 2 if config.indirect_context else 0,), i),
         numerics=((0,), np.dtype(NUMERICS[config.numerics])),
     )

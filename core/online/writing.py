@@ -11,7 +11,7 @@ voted symbol's weights with a full metric per symbol.
 from __future__ import annotations
 
 from ..jit import kernel
-from .config import BLOCK, DIAGONAL, F, H
+from .config import BLOCK, DIAGONAL, GRADIENT, F, H
 from .context import NNZ
 from .metric_blocks import block_step, metric_contribution
 from .state import ETA_W, SYMBOLS
@@ -146,6 +146,12 @@ def selected_writing_update(st, hyper, flags, curv, err):
       the best of four rates on the public logs, 0.004 held out, with no
       rate to choose).
 
+    The field-selected weights v[q, s] (``field_selected_weights``), in every
+    logit beside u, have the same gradient g_s (plus their own prior term)
+    and step on it in the same sweep, by their own diagonal metric term kept
+    the same way (by the plain gradient under ``gradient``; under ``block``
+    too by the diagonal term: a block per row would pool nothing).
+
     The error that remains under the local quadratic model is left in
     ``err`` for the per-symbol weights (block Gauss-Seidel, as in
     ``writing_update``).
@@ -183,6 +189,16 @@ def selected_writing_update(st, hyper, flags, curv, err):
             out[s] = grad[s]
     for s in range(S):
         st.sel_w[st.sel_row[s], s] += rate * out[s]
+    if st.fsel_w.shape[0] > 0:  # the field-selected weights, on the same gradient (one Jacobi sweep with u)
+        q = st.fsel_row[0]
+        for s in range(S):
+            step = gsum[s] - g * prior * st.fsel_w[q, s]
+            if method != GRADIENT:
+                h = (1.0 - g) * st.fsel_h[q, s] + gsum[s] * gsum[s] + g * prior
+                st.fsel_h[q, s] = h
+                step = step / h
+            st.fsel_w[q, s] += rate * step
+            out[s] += step
     for q in range(st.ctx_int[NNZ]):
         s = st.feat_nz[q, 0]
         y = st.feat_nz[q, 1]
