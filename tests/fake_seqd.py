@@ -29,6 +29,7 @@ class FakeServer:
         self.streams: dict[str, bytearray] = {}
         self.learned: dict[str, int] = {}  # learned symbols per stream (default: all accepted)
         self.requests: list[tuple[bytes, P.Request]] = []  # (peer identity, request) as received
+        self.refused: list[str] = []  # the error code of each frame refused before it became a request
         self.actions: collections.deque = collections.deque()
         self._pending: list[tuple[float, bytes, bytes]] = []
         self._stop = threading.Event()
@@ -96,6 +97,7 @@ class FakeServer:
                 try:
                     req = P.decode_request(data, self.limits)
                 except P.ProtocolError as exc:
+                    self.refused.append(exc.code)
                     self._send(ident, Reply.failure(P.request_id(data), exc.code, exc.message))
                     continue
                 self.requests.append((ident, req))

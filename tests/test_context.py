@@ -110,7 +110,8 @@ KINDS = {
     "all": dict(context_orders=(1, 3, 6), column_context=True, field_column_context=True, word_context=True,
                 indirect_context=True, match_min=5, context_entries=5, count_limit=12),
 }
-KINDS["mixed"] = dict(KINDS["all"], selected_weights=True, field_selected_weights=True)  # every source, the mixer
+KINDS["selected"] = dict(KINDS["all"], selected_weights=True)  # every source, the mixer of preset bytes-4
+KINDS["mixed"] = dict(KINDS["selected"], field_selected_weights=True)  # every source, the whole mixer
 
 
 # -- 1. every source against the dictionary reference ------------------------------------------

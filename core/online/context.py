@@ -127,6 +127,8 @@ SELECTING_BUCKETS = 17
 # the field-selected weights' rows: (field so far the previous line's: 0/1) x (position in the field: 0, 1, 2,
 # 3 and later) x (the last symbol: digit, letter, space/tab/newline, anything else)
 FIELD_SELECTING_ROWS = 32
+
+
 @inline_kernel
 def _history(st, back):
     """The symbol ``back`` steps before now (1 = the last one), or EMPTY before the stream began.

@@ -8,8 +8,8 @@ slot's owner from another context hashed to the same slot.  The functions
 are bijective mixes of 64-bit words (the finalizer of SplitMix64: Steele,
 Lea and Flood, "Fast splittable pseudorandom number generators", OOPSLA
 2014, with the constants of Stafford's "Mix13" as in Vigna's splitmix64.c),
-so two contexts share a slot and a tag only by a 64-bit collision of their
-hashes.
+so two contexts share a slot and a tag only when their hashes agree on the
+bits the two take (the table's ``bits`` and 31 more, after the mix).
 Their arithmetic is part of the ``.sqd`` format: a slot decides which counts
 a context sees.
 """
