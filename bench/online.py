@@ -179,6 +179,15 @@ PAQ8PX = {  # ../shared/ANCHORS.md: paq8px v216 -8, bits per byte
 BYTE_CLASSES = (("digits", lambda x: (x >= 48) & (x <= 57)),
                 ("letters", lambda x: ((x >= 65) & (x <= 90)) | ((x >= 97) & (x <= 122))),
                 ("spaces and newlines", lambda x: (x == 32) | (x == 9) | (x == 10)))
+LINE_HEAD = 26  # bytes at the start of a line that hold the timestamp on each of the nine logs
+
+
+def line_positions(x: np.ndarray) -> np.ndarray:
+    """Each byte's position in its line (0 for the first byte after a newline)."""
+    starts = np.zeros(len(x), dtype=np.int64)
+    newlines = np.flatnonzero(x == 10) + 1
+    starts[newlines[newlines < len(x)]] = newlines[newlines < len(x)]
+    return np.arange(len(x)) - np.maximum.accumulate(starts)
 
 
 def where(args) -> str:
@@ -189,6 +198,8 @@ def where(args) -> str:
     names = [name for name, _ in BYTE_CLASSES] + ["other (punctuation)"]
     lines = ["| file | bits/byte | paq8px −8 (ANCHORS) | ratio | "
              + " | ".join(f"{n}: bytes / bits" for n in names) + " |", "|---|---:|---:|---:|" + "---:|" * len(names)]
+    digits = ["| file | digits in a line's first 26 bytes: bytes / bits / bits each "
+              "| digits after them: bytes / bits / bits each |", "|---|---:|---:|"]
     for path in files:
         x = np.frombuffer(path.read_bytes(), dtype=np.uint8)
         bits = OnlineLearner(BYTES).learn(x)
@@ -197,8 +208,16 @@ def where(args) -> str:
         own, paq = bits.sum() / len(x), PAQ8PX.get(path.name)
         lines.append(f"| {path.name} | {own:.3f} | " + (f"{paq:.3f} | {own / paq:.2f}× | " if paq else "— | — | ")
                      + " | ".join(f"{m.mean():.0%} / {bits[m].sum() / bits.sum():.0%}" for m in masks) + " |")
+        head = line_positions(x) < LINE_HEAD
+        cells = [masks[0] & head, masks[0] & ~head]
+        digits.append(f"| {path.name} | " + " | ".join(
+            f"{m.mean():.0%} / {bits[m].sum() / bits.sum():.0%} / {bits[m].sum() / max(m.sum(), 1):.2f}"
+            for m in cells) + " |")
     lines += ["", "Each cell after the ratio: the share of the file's bytes of that kind, and the share of its "
-              "prequential bits they cost."]
+              "prequential bits they cost.", "",
+              "The digits, by where they are in the line: the first 26 bytes hold each file's timestamp (and, on "
+              "HDFS, a thread number after it); the rest is the message.", "", *digits, "",
+              "Each cell: the share of the file's bytes, the share of its bits, and bits per digit."]
     return "\n".join(lines)
 
 
