@@ -316,6 +316,60 @@ def _drivers():
     return predict_and_evolve
 
 
+def _sources_driver():
+    """A Numba loop that runs the context sources alone: find and read each context, then count the symbol."""
+    from seqd.core.jit import kernel
+    from seqd.core.online.config import F
+    from seqd.core.online.context import clear_features, features, observe
+    from seqd.core.online.state import ACTIVE
+
+    @kernel
+    def sources_only(st, flags, symbols):
+        width = st.counts[ACTIVE] + 1
+        for t in range(symbols.shape[0]):
+            features(st, flags[F.alphabet_cap], flags[F.context_bits], st.offset[0], width)
+            clear_features(st)
+            observe(st, symbols[t], flags[F.count_limit], flags[F.match_min])
+
+    return sources_only
+
+
+def _trained(config: OnlineConfig, data: bytes) -> OnlineLearner:
+    """A learner that has seen ``data`` once: every symbol of it active, its tables filled."""
+    learner = OnlineLearner(config)
+    learner.learn(data)
+    return learner
+
+
+def byte_model_cost(data: bytes, name: str) -> list[str]:
+    """Where the byte model's time goes: its context sources, its recurrent units, and the rest (the mixing)."""
+    x = np.frombuffer(data, dtype=np.uint8).astype(np.int64)
+    n = len(x)
+    trained = _trained(BYTES, data)
+    without_units = _trained(replace(BYTES, units=0), data)
+    sources_only = _sources_driver()
+    warm = OnlineLearner.from_bytes(trained.to_bytes())
+    sources_only(warm.state, warm._flags, x[:10])  # compiled before it is timed
+    total = _cpu(OnlineLearner.from_bytes(trained.to_bytes()).learn, data)
+    no_units = _cpu(OnlineLearner.from_bytes(without_units.to_bytes()).learn, data)
+    st = OnlineLearner.from_bytes(trained.to_bytes())
+    sources = _cpu(sources_only, st.state, st._flags, x)
+    us = lambda s: 1e6 * s / n  # noqa: E731
+    lines = [f"The byte model (`OnlineConfig.bytes_default()`) on {name}, a second pass as above:", "",
+             "| part | µs per byte | share |", "|---|---:|---:|"]
+    parts = [
+        ("context sources: find each context, read its counts, count the symbol (`context.py`)", sources),
+        ("the mixing: softmax, the context and selected weights' steps, the units' writing weights "
+         "(`writing.py`)", no_units - sources),
+        (f"the {BYTES.units} recurrent units: state evolution and the window step (`window.py`; the model "
+         "with units=0 subtracted)", total - no_units),
+    ]
+    for label, seconds in parts:
+        lines.append(f"| {label} | {us(seconds):.2f} | {100 * seconds / total:.0f}% |")
+    lines.append(f"| **total** | **{us(total):.2f}** ({n / total:.0f} bytes/s) | 100% |")
+    return lines
+
+
 def _cpu(fn, *args):
     t0 = time.process_time()
     fn(*args)
@@ -358,6 +412,7 @@ def cost(args) -> str:
     for label, seconds in parts:
         lines.append(f"| {label} | {us(seconds):.2f} | {100 * seconds / total:.0f}% |")
     lines.append(f"| **total** | **{us(total):.2f}** ({n / total:.0f} bytes/s) | 100% |")
+    lines += ["", *byte_model_cost(data, name)]
     # cost and memory against stream length: one learner over the logs, back to back, several times
     stream = b"".join(f.read_bytes() for f in files) if files else data * 8
     stream = (stream * 3)[: 6 << 20]
