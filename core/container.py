@@ -57,6 +57,7 @@ PRESETS = {
         "selected_weights": False,  # nor the mixer (named here since bytes-3 made it the default)
         "field_column_context": False, "indirect_context": False,  # nor the field column and indirect sources
         "field_selected_weights": False,  # nor the mixer's field-selected weights
+        "number_context": False,  # nor the number source
     },
 }
 PRESETS["bytes-2"] = {**PRESETS["bytes-1"], "numerics": "ieee"}  # bytes-1 with seqd's own exp/log/tanh

@@ -99,6 +99,8 @@ REGISTRY: list[Entry] = [
     Entry("field-selected", lambda: OnlineConfig(units=2, degree=1, alphabet_cap=256, window=5, **SOURCES, **TABLES,
                                                  field_column_context=True, selected_weights=True,
                                                  field_selected_weights=True)),
+    Entry("number", lambda: OnlineConfig(units=2, degree=1, alphabet_cap=256, window=5, **SOURCES, **TABLES,
+                                         number_context=True, selected_weights=True)),
     # the mixer (selected weights) by each of its steps: diagonal metric (the default), block metric, gradient
     Entry("mixer", lambda: OnlineConfig(units=4, degree=2, alphabet_cap=128, window=5, **SOURCES, **TABLES,
                                         selected_weights=True)),

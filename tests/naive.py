@@ -550,7 +550,10 @@ class Case:
 # Only the bounded parts of the model are kept as the kernels keep them: ``entries``
 # (symbol, count) pairs per context, counts halved when one reaches ``limit``.
 
-CTX_ORDER, CTX_COLUMN, CTX_WORD, CTX_MATCH, CTX_FIELD_COLUMN, CTX_INDIRECT = 0, 1, 2, 3, 4, 5
+CTX_ORDER, CTX_COLUMN, CTX_WORD, CTX_MATCH, CTX_FIELD_COLUMN, CTX_INDIRECT, CTX_NUMBER = 0, 1, 2, 3, 4, 5, 6
+# the number source (numbers.py): context lengths, longest first; numbers of up to 18 digits; streaks up to 3;
+# vote positions: digits 0..15 (later ones merged), then the symbol after the number
+NUMBER_CONTEXTS, NUMBER_DIGITS, NUMBER_STREAK, NUMBER_POSITIONS = (9, 4), 18, 3, 17
 FIELD_SLOTS, POSITION_CAP = 64, 255  # the field column tells 64 fields apart, and positions in them up to 255
 BEFORE_START = "before the stream"  # the symbol of a position before the stream, and "nothing above"
 LINE_END, FIELD_SEPARATORS = 10, (32, 9)
@@ -653,6 +656,12 @@ class ContextReference:
         self.tries = [0] * MATCH_BUCKET_COUNT
         self.events = Counter()  # what happened, so that a test can tell which paths it went through
         self._contexts = {}
+        # the number source, per context length: context -> [last, change, length, after, streak], and the hit
+        # and try counts per bucket; which table voted at this position, for what, in which bucket
+        self.numbers = [dict() for _ in NUMBER_CONTEXTS]
+        self.number_hits = [[0] * NUMBER_POSITIONS * (NUMBER_STREAK + 1) for _ in NUMBER_CONTEXTS]
+        self.number_tries = [[0] * NUMBER_POSITIONS * (NUMBER_STREAK + 1) for _ in NUMBER_CONTEXTS]
+        self.number_voted = None  # (table, symbol, bucket)
 
     # -- the contexts -------------------------------------------------------------------
     def context(self, s):
@@ -704,7 +713,7 @@ class ContextReference:
 
     def found(self, s):
         """Whether source s's current context has been counted before (match source: None)."""
-        if self.sources[s][0] == CTX_MATCH:
+        if self.sources[s][0] in (CTX_MATCH, CTX_NUMBER):
             return None
         return self.context(s) in self.tables[s]
 
@@ -724,7 +733,12 @@ class ContextReference:
                 p = (counts.get(y, 0) + u * p) / (n + u)
             return p
 
+        self.number_voted = None
         for s, (kind, _) in enumerate(self.sources):
+            if kind == CTX_NUMBER:
+                vote = self.number_vote()
+                out.append({} if vote is None else {vote[0]: vote[1]})
+                continue
             if kind == CTX_MATCH:
                 votes = {}
                 if self.match_length > 0:
@@ -751,6 +765,9 @@ class ContextReference:
 
     def _advance(self, symbol):
         for s, (kind, _) in enumerate(self.sources):
+            if kind == CTX_NUMBER:
+                self._observe_numbers(symbol)
+                continue
             if kind == CTX_MATCH:
                 if self.match_length > 0:
                     b = match_bucket(self.match_length)
@@ -826,10 +843,13 @@ class ContextReference:
         buckets from 15 up merged.  The row is state * (S + 1) + k.
         """
         S = len(self.sources)
-        k = sum(1 for s, (kind, _) in enumerate(self.sources) if kind != CTX_MATCH and self.found(s))
+        k = sum(1 for s, (kind, _) in enumerate(self.sources) if kind not in (CTX_MATCH, CTX_NUMBER) and self.found(s))
         rows = []
         for s, (kind, _) in enumerate(self.sources):
-            if kind == CTX_MATCH:
+            if kind == CTX_NUMBER:
+                vote = self.number_vote()
+                state = 1 + min(vote[2], 15) if vote is not None else 0
+            elif kind == CTX_MATCH:
                 state = 1 + min(match_bucket(self.match_length), 15) if self.match_length > 0 else 0
             else:
                 table = self.tables[s].get(self.context(s)) or []
@@ -872,6 +892,86 @@ class ContextReference:
         else:
             kind = 3
         return 16 * int(same) + 4 * min(position, 3) + kind
+
+    # -- the number source --------------------------------------------------------------
+    def _run(self):
+        """(where the run of digits that ends the history starts, its digits)."""
+        start = len(self.history)
+        while start > 0 and 48 <= self.history[start - 1] <= 57:
+            start -= 1
+        return start, self.history[start:]
+
+    def _number_context(self, j, end):
+        """The context of table j for a number starting at position ``end``: the symbols before it."""
+        c = NUMBER_CONTEXTS[j]
+        return tuple(self.history[i] if i >= 0 else BEFORE_START for i in range(end - c, end))
+
+    def number_prediction(self, j):
+        """Table j's prediction for the current (or next) number, as a list of symbols, or None.
+
+        The number's context is the symbols before its first digit (none for a
+        number that starts the stream); the prediction is last + change, in
+        decimal, padded with zeros to the last one's length, then the symbol
+        that followed the last one; none past 18 digits or below zero.
+        """
+        start, _ = self._run()
+        if start == 0:
+            return None
+        entry = self.numbers[j].get(self._number_context(j, start))
+        if entry is None:
+            return None
+        last, change, length, after, _ = entry
+        if last + change < 0:
+            return None
+        digits = str(last + change).zfill(length)
+        if len(digits) > NUMBER_DIGITS:
+            return None
+        return [ord(d) for d in digits] + [after]
+
+    def number_vote(self):
+        """(symbol, activity, position) of the number source's vote, or None: the longer context first."""
+        _, run = self._run()
+        for j in range(len(NUMBER_CONTEXTS)):
+            predicted = self.number_prediction(j)
+            if predicted is None or len(run) > len(predicted) - 1 or predicted[:len(run)] != run:
+                continue  # none, or the run has left it
+            symbol = predicted[len(run)]
+            if symbol not in self.order0:  # never seen: no code to vote for
+                continue
+            n = len(predicted) - 1
+            position = min(len(run), NUMBER_POSITIONS - 2) if len(run) < n else NUMBER_POSITIONS - 1
+            start, _ = self._run()
+            streak = self.numbers[j][self._number_context(j, start)][4]
+            bucket = position + NUMBER_POSITIONS * streak
+            hits, tries = self.number_hits[j][bucket], self.number_tries[j][bucket]
+            self.number_voted = (j, symbol, bucket)
+            return symbol, math.log((hits + 0.5) / (tries - hits + 0.5)), position
+        return None
+
+    def _observe_numbers(self, symbol):
+        if self.number_voted is not None:
+            j, voted, b = self.number_voted
+            self.number_tries[j][b] += 1
+            self.number_hits[j][b] += int(voted == symbol)
+            self.events["number hit" if voted == symbol else "number miss"] += 1
+            if self.number_tries[j][b] >= self.limit:
+                self.number_hits[j][b] = (self.number_hits[j][b] + 1) // 2
+                self.number_tries[j][b] = (self.number_tries[j][b] + 1) // 2
+        start, run = self._run()
+        if 48 <= symbol <= 57 or not run or start == 0 or len(run) > NUMBER_DIGITS:
+            return
+        value = int(bytes(run).decode())
+        for j, table in enumerate(self.numbers):
+            context = self._number_context(j, start)
+            entry = table.get(context)
+            if entry is None:
+                table[context] = [value, 0, len(run), symbol, 0]
+                self.events["number stored"] += 1
+                continue
+            last, change, _, _, streak = entry
+            entry[4] = min(streak + 1, NUMBER_STREAK) if value == last + change else 0
+            entry[:4] = [value, value - last, len(run), symbol]
+            self.events["number predicted" if value == last + change else "number changed"] += 1
 
     def codes(self):
         """{symbol: internal code}: codes 1, 2, ... in order of first appearance (0 is the escape)."""

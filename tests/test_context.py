@@ -41,6 +41,7 @@ from seqd.core.online.context import (
     INDIRECT,
     LINE_START,
     MATCH,
+    NUMBER,
     MATCH_LEN,
     MATCH_PTR,
     NNZ,
@@ -55,6 +56,11 @@ from seqd.core.online.context import (
 )
 from seqd.core.online.alphabet import activate_symbol
 from seqd.core.online.hashing import absorb, finalize
+from seqd.core.online.numbers import AFTER as NUMBER_AFTER
+from seqd.core.online.numbers import LAST as NUMBER_LAST
+from seqd.core.online.numbers import LENGTH as NUMBER_LENGTH
+from seqd.core.online.numbers import N_BUCKET, N_KEY, N_PREDICTED, N_RUN, N_VOTED, NUMBER_CONTEXTS
+from seqd.core.online.numbers import TAG as NUMBER_TAG
 from seqd.core.online.config import SELECTED_STEPS, H
 from seqd.core.online.writing import context_writing_update, selected_writing_update, writing_update
 from seqd.core.online.state import ACTIVE, ETA_W, SYMBOLS, OnlineState, new_state
@@ -112,6 +118,10 @@ KINDS = {
 }
 KINDS["selected"] = dict(KINDS["all"], selected_weights=True)  # every source, the mixer of preset bytes-4
 KINDS["mixed"] = dict(KINDS["selected"], field_selected_weights=True)  # every source, the whole mixer
+NUMBER_KINDS = {  # the number source alone, and beside every other source and the whole mixer
+    "number": dict(number_context=True, count_limit=9),
+    "number-mixed": dict(KINDS["mixed"], number_context=True),
+}
 
 
 # -- 1. every source against the dictionary reference ------------------------------------------
@@ -154,6 +164,9 @@ class Storage:
         self.holder = [dict() for _ in range(S)]
         self.match_holder = {}
         self.match_keys = set()
+        self.number_holder = {}  # number table -> slot -> the context it holds
+        self.number_collisions = 0
+        self.number_contexts = {}  # number table -> every context it stored a number under
         self.collisions = 0  # arrivals at a slot held by another context
         self.shared = set()  # slots that held more than one context
         self.consistent = True
@@ -178,6 +191,27 @@ class Storage:
             self.shared.add((-1, slot))
         self.match_holder[slot] = key
 
+    def store_number(self, st, symbol):
+        """Before ``observe``: the slot each number table is about to store the ending number in.
+
+        The kernels keep the key of the current number's context (``N_KEY``),
+        and its slot is the key's top bits: a context arriving at a slot held by
+        another takes it over, and the reference forgets the other.
+        """
+        start, run = self.ref._run()
+        if 48 <= symbol <= 57 or not run or start == 0 or len(run) > 18:
+            return
+        for j in range(len(NUMBER_CONTEXTS)):
+            bits = int(st.number_table.shape[1]).bit_length() - 1
+            slot = int(np.int64(st.number_int[j, N_KEY]).astype(np.uint64) >> np.uint64(64 - bits))
+            context = self.ref._number_context(j, start)
+            self.number_contexts.setdefault(j, set()).add(context)
+            held = self.number_holder.setdefault(j, {}).get(slot)
+            if held is not None and held != context:
+                self.ref.numbers[j].pop(held, None)
+                self.number_collisions += 1
+            self.number_holder[j][slot] = context
+
     def expected_shared(self, slots, match_slots):
         """The birthday bound: n contexts hashed at random into T slots share about n^2 / 2T of them."""
         counts = [len(d) for d in self.slot_of if d]
@@ -195,7 +229,7 @@ def compare_with_reference(cfg, x, references, check_all=True):
     st.fsel_w[...] = np.random.default_rng(8).normal(0.0, 0.5, st.fsel_w.shape)
     hyper, flags = cfg.hyper(), cfg.flags()
     cap, m = cfg.alphabet_cap, cfg.match_min
-    hashed = [s for s, (kind, _) in enumerate(cfg.sources) if kind != MATCH]
+    hashed = [s for s, (kind, _) in enumerate(cfg.sources) if kind not in (MATCH, NUMBER)]
     storages = [Storage(ref) for ref in references]
     offset = np.zeros(cap + 1)
     first_disagreement = [None] * len(references)
@@ -245,6 +279,9 @@ def compare_with_reference(cfg, x, references, check_all=True):
         clear_features(st)
         if st.code_of[symbol] == 0:
             activate_symbol(st, hyper, flags, symbol)
+        if cfg.number_context:
+            for storage in storages:
+                storage.store_number(st, symbol)
         observe(st, symbol, cfg.count_limit, cfg.match_min)
         if m and t + 1 >= m:  # the match table's slot is the one that now holds this position, the latest
             slot = int(st.match_table.argmax())
@@ -286,6 +323,65 @@ def test_features_match_the_dictionary_reference(size, kind, stream):
     if kind in ("match", "all", "mixed") and stream == "repeats":
         assert ref.longest_match >= 72  # the last length bucket
         assert ref.events["match verified to the limit"] > 0, ref.events
+
+
+def counters(n=4000, seed=4):
+    """Lines of a few templates whose numbers mostly count up: by one, by a fixed step, or not at all (a port),
+    with now and then a jump, a number that gains a digit, and a zero-padded one."""
+    rng = np.random.default_rng(seed)
+    task, block, port, sent = 7, 990, 8080, 4096
+    out = bytearray()
+    while len(out) < n:
+        kind = int(rng.integers(3))
+        if kind == 0:
+            task += 1 if rng.random() < 0.9 else int(rng.integers(2, 50))
+            out += f"Finished task {task}.0 in stage 3.0 (TID {task + 100}) {sent} bytes\n".encode()
+        elif kind == 1:
+            block += 5
+            out += f"blk_{block:06d} stored on port {port}\n".encode()
+        else:
+            sent += 512 if rng.random() < 0.8 else int(rng.integers(1, 9999))
+            out += f"sent {sent} bytes to 10.0.0.{task % 250}:{port}\n".encode()
+    return np.frombuffer(bytes(out[:n]), np.uint8).astype(np.int64)
+
+
+@pytest.mark.parametrize("kind", NUMBER_KINDS)
+@pytest.mark.parametrize("stream", ["counters", "log", "random"])
+def test_the_number_source_matches_the_dictionary_reference(kind, stream):
+    cfg = OnlineConfig(**ROOMY, **NUMBER_KINDS[kind])
+    x = {"counters": counters, "log": log_text, "random": random_text}[stream]()
+    ref = reference_for(cfg)
+    st, (storage,), _ = compare_with_reference(cfg, x, [ref])  # asserts every position
+    # the kernels' tables hold the reference's contexts, less those a colliding context took the slot of
+    slots = st.number_table.shape[1]  # the birthday bound, as for the context tables
+    expected = sum(len(seen) ** 2 / (2 * slots) for seen in storage.number_contexts.values())
+    assert storage.number_collisions <= 2 * expected + 5, (storage.number_collisions, expected)
+    held = [int(np.count_nonzero(st.number_table[j, :, NUMBER_TAG])) for j in range(len(NUMBER_CONTEXTS))]
+    assert held == [len(table) for table in ref.numbers]
+    assert (st.number_stats == np.array([[ref.number_hits[j], ref.number_tries[j]]
+                                         for j in range(len(NUMBER_CONTEXTS))])).all()
+    if stream == "counters":  # the paths that matter: stored, predicted right and wrong, votes hit and missed
+        for event in ("number stored", "number predicted", "number changed", "number hit", "number miss"):
+            assert ref.events[event] > 0, (event, ref.events)
+
+
+def test_a_snapshot_with_the_number_source_out_of_range_is_refused():
+    cfg = OnlineConfig(**ROOMY, **NUMBER_KINDS["number"])
+    learner = OnlineLearner(cfg)
+    learner.learn(counters(1500))
+    OnlineLearner.from_bytes(learner.to_bytes())  # intact
+    slot = int(np.flatnonzero(learner.state.number_table[0, :, NUMBER_TAG])[0])
+    damages = [("number_digits", (0, 3), cfg.alphabet_cap), ("number_digits", (1, 0), -1),
+               ("number_table", (0, slot, NUMBER_AFTER), cfg.alphabet_cap),
+               ("number_table", (0, slot, NUMBER_LENGTH), 19), ("number_table", (1, slot, NUMBER_LAST), -1),
+               ("number_int", (0, N_BUCKET), 68), ("number_int", (1, N_PREDICTED), 19),
+               ("number_int", (0, N_VOTED), cfg.alphabet_cap), ("number_int", (0, N_RUN), -1),
+               ("number_stats", (0, 0, 5), 200)]
+    for name, where, value in damages:
+        damaged = OnlineLearner.from_bytes(learner.to_bytes())
+        getattr(damaged.state, name)[where] = value
+        with pytest.raises(ValueError, match="number source"):
+            OnlineLearner.from_bytes(damaged.to_bytes())
 
 
 def test_the_field_column_past_its_64th_field_and_beyond_the_history():

@@ -21,7 +21,7 @@ import numpy as np
 from ..kernels.backward import RBPM, RUOP
 from ..kernels.elementary import NUMERICS
 from ..model import ACTIVATIONS
-from .context import COLUMN, FIELD_COLUMN, INDIRECT, MATCH, ORDER, WORD
+from .context import COLUMN, FIELD_COLUMN, INDIRECT, MATCH, NUMBER, ORDER, WORD
 
 # the mixer's steps (writing.selected_writing_update): a diagonal outer-product metric per weight, one full
 # outer-product block per number of sources found (Sherman-Morrison), or no metric (a plain gradient step)
@@ -100,6 +100,7 @@ class OnlineConfig:
     word_context: bool = False  # (field number, current word) source
     field_column_context: bool = False  # (field number, position in it, symbol there in the previous line, same so far)
     indirect_context: bool = False  # (last symbol, the symbol that followed the last two the previous time) source
+    number_context: bool = False  # the number source (numbers.py): the last number after the same symbols + its change
     match_min: int = 0  # match model: shortest repeat it follows (0: no match model)
     context_bits: int = 16  # log2 of the slots per hashed source
     context_entries: int = 16  # (symbol, count) pairs per slot
@@ -206,6 +207,8 @@ class OnlineConfig:
             out.append((WORD, 0))
         if self.indirect_context:
             out.append((INDIRECT, 0))
+        if self.number_context:
+            out.append((NUMBER, 0))
         if self.match_min:
             out.append((MATCH, self.match_min))
         return out

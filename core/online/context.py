@@ -60,42 +60,28 @@ Sources (each deterministic, bounded in memory, O(small) per symbol):
   verified backwards over the part of the history still held), voted with
   the log-odds that a match of its length predicted right so far,
   (hits + 1/2) / (misses + 1/2).
+* **number** (``number_context``, ``numbers.py``): the next number after the
+  same symbols, predicted as the last one there plus its last change.
 
 The line structure uses symbol 10 (newline) and fields symbols 32 and 9
 (space, tab), so column, field column and word help byte streams; on other
 alphabets they are harmless and can be switched off.
 
-**The mixer** (``selected_weights``).  A weight c_sy sees an update only
-when its symbol was voted for, so on a log most of them hardly move from
-their initial value.  With the mixer each vote also carries a weight shared
-by all symbols, chosen by a small selecting context:
+**The mixer** (``selected_weights``; ``docs/online.md``, "The mixer").  Each
+vote also carries weights shared by all symbols, chosen by small selecting
+contexts:
 
-    sum_s x_s(y) (c_sy + u[r_s, s]),   r_s = b_s * (S + 1) + k,
+    sum_s x_s(y) (c_sy + u[r_s, s] + v[q, s]),   r_s = b_s * (S + 1) + k,
 
-where b_s is the *state* of source s's context (how often it was seen, and
-how many distinct symbols followed it: a context seen 12 times with one
-symbol is trusted far more than one seen twice with two; for the match
-source, the length of the match) and k is how many sources found their
-context at all (the match model is not counted: k <= S - 1 with one).
-Each row of u is a weight vector in which the source's vote is calibrated
-for that situation, learned from every symbol that meets it.
-
-With ``field_selected_weights`` (and the field column, whose state it
-reads) every vote carries a third weight, v[q, s], from a second set whose
-row q is the same for all sources: where the next symbol falls in its
-field,
-
-    q = 16 * same + 4 * min(position in the field, 3) + kind of the last symbol
-
-(same: the field so far is the previous line's, as the field column tells;
-kinds: digit, letter, space/tab/newline, other).  A source's vote is worth
-more at the start of a field than inside it, after a digit than after a
-letter, in a field that repeats the line above than in one that left it:
-what the recurrent units were meant to tell the mixer, read off the line.
-``writing.selected_writing_update`` steps the selected weights first, by a
-Newton step in their outer-product metric (seed 004, Definition 14), kept
-per weight by default; the per-symbol weights then step on the error that
-remains.
+b_s the state of source s's context (how often it was seen and how many
+distinct symbols followed it; for the match and number sources, the length
+or position of their prediction), k how many sources found their context,
+and q (``field_selected_weights``) where the next symbol falls in its field:
+16 * (the field so far repeats the line above) + 4 * min(position in it, 3)
++ the kind of the last symbol (digit, letter, space/tab/newline, other).
+``writing.selected_writing_update`` steps them first, by a Newton step in
+their outer-product metric (seed 004, Definition 14), kept per weight by
+default; the per-symbol weights then step on the error that remains.
 """
 
 from __future__ import annotations
@@ -107,9 +93,10 @@ import numpy as np
 from ..jit import inline_kernel, kernel
 from ..kernels.elementary import log1p_of, log_of
 from .hashing import EMPTY, absorb, finalize, hashed, log2_ceil, slot_and_tag
+from .numbers import NUMBER_CONTEXTS, number_vote, observe_number
 
 # source kinds (OnlineState.ctx_kind[s, 0]; ctx_kind[s, 1] is the order for ORDER)
-ORDER, COLUMN, WORD, MATCH, FIELD_COLUMN, INDIRECT = 0, 1, 2, 3, 4, 5
+ORDER, COLUMN, WORD, MATCH, FIELD_COLUMN, INDIRECT, NUMBER = 0, 1, 2, 3, 4, 5, 6
 FIELD_SLOTS = 64  # fields of a line the field column tells apart; OnlineState.fields has FIELD_SLOTS + 2 columns
 # OnlineState.fields[0, ABOVE]: the symbol above the current position (EMPTY: nothing), found by locate for
 # observe; fields[0, SAME]: 1 while the current field so far is the previous line's, symbol for symbol
@@ -167,7 +154,7 @@ def locate(st, bits):
     done = 0
     for s in range(S):
         kind = st.ctx_kind[s, 0]
-        if kind == MATCH:
+        if kind == MATCH or kind == NUMBER:
             continue
         if kind == ORDER:
             k = st.ctx_kind[s, 1]
@@ -207,6 +194,15 @@ def locate(st, bits):
         st.ctx_slot[s] = slot
         st.ctx_found[s] = 1 if st.ctx_tag[s, slot] == tag else 0
         st.ctx_want[s] = tag
+
+
+@inline_kernel
+def number_key(st, symbol, context):
+    """The context a number starting after ``symbol`` is kept under: the last ``context`` symbols, hashed."""
+    h = absorb(np.uint64(0x2468), hashed(symbol))
+    for back in range(1, context):
+        h = absorb(h, hashed(_history(st, back)))
+    return finalize(h)
 
 
 @inline_kernel
@@ -284,7 +280,7 @@ def features(st, cap, bits, offset, width):
     if selected:
         found = 0
         for s in range(S):
-            if st.ctx_kind[s, 0] != MATCH:
+            if st.ctx_kind[s, 0] != MATCH and st.ctx_kind[s, 0] != NUMBER:
                 found += st.ctx_found[s]
         for s in range(S):
             st.sel_row[s] = found  # state 0 until the source votes: silent
@@ -297,6 +293,13 @@ def features(st, cap, bits, offset, width):
     n_list = 0
     for s in range(S):
         kind = st.ctx_kind[s, 0]
+        if kind == NUMBER:
+            code, value, position = number_vote(st)
+            if code > 0:
+                _add_feature(st, s, code, value)
+                if selected:
+                    st.sel_row[s] = (1 + min(position, SELECTING_BUCKETS - 2)) * (S + 1) + st.sel_row[S]
+            continue
         if kind == MATCH:
             length = st.ctx_int[MATCH_LEN]
             if length > 0:
@@ -388,6 +391,11 @@ def observe(st, symbol, limit, match_min):
     t = st.ctx_int[POS]
     for s in range(S):
         kind = st.ctx_kind[s, 0]
+        if kind == NUMBER:
+            for j in range(st.number_int.shape[0]):
+                key = np.uint64(0) if 48 <= symbol <= 57 else number_key(st, symbol, NUMBER_CONTEXTS[j])
+                observe_number(st, j, symbol, key, limit)
+            continue
         if kind == MATCH:
             length = st.ctx_int[MATCH_LEN]
             if length > 0:

@@ -21,20 +21,24 @@ from ..kernels.elementary import numerics_marker
 from .config import OnlineConfig
 from .context import (ABOVE, EMPTY, FIELD, FIELD_SELECTING_ROWS, FIELD_SLOTS, LINE_START, MATCH_LEN, MATCH_PTR,
                       NNZ, ORDER0_TOTAL, POS, PREV_LINE_LEN, PREV_LINE_START, SAME)
+from .numbers import (AFTER, CHANGE, LAST, LENGTH, N_BUCKET, N_KEYED, N_ON_TRACK, N_PREDICTED, N_RUN, N_STREAK,
+                      N_VALUE, N_VOTED, NUMBER_BUCKETS, NUMBER_DIGITS, NUMBER_STREAK, STREAK, TAG)
 from .state import ACTIVE, WINDOW_POS, OnlineState, state_shapes
 from .tables import owned_copy
 
 FORMAT_MAGIC = b"SEQDLRN\x00"
-FORMAT_VERSION = 6  # 2: the numerics marker (version 1 restores with 'ieee'); 3: the mixer's arrays; 4: fields;
-# 5: followers, and the field column's "same so far" part; 6: the field-selected weights
+FORMAT_VERSION = 7  # 2: the numerics marker (version 1 restores with 'ieee'); 3: the mixer's arrays; 4: fields;
+# 5: followers, and the field column's "same so far" part; 6: the field-selected weights; 7: the number source
 NEW_IN_3 = ("sel_w", "sel_P", "sel_h", "sel_updates", "sel_row")  # the selected weights' arrays (empty without them)
 NEW_IN_4 = ("fields",)  # the field column's field starts
 NEW_IN_5 = ("followers",)  # the indirect source's table
 NEW_IN_6 = ("fsel_w", "fsel_h", "fsel_row")  # the field-selected weights
+NEW_IN_7 = ("number_table", "number_int", "number_digits", "number_stats")  # the number source
 # what each version added: its arrays, and the setting that needs them (a snapshot before it had neither)
 ADDED = ((3, NEW_IN_3, "selected_weights", "a mixer"), (4, NEW_IN_4, "field_column_context", "a field column source"),
          (5, NEW_IN_5, "indirect_context", "an indirect source"),
-         (6, NEW_IN_6, "field_selected_weights", "field-selected weights"))
+         (6, NEW_IN_6, "field_selected_weights", "field-selected weights"),
+         (7, NEW_IN_7, "number_context", "a number source"))
 # settings whose source changed meaning in a version: an older snapshot using them would continue differently
 CHANGED = ((5, "field_column_context", "the field column of seqd 0.3, whose contexts this seqd no longer forms"),)
 
@@ -201,6 +205,33 @@ def _check_context(config: OnlineConfig, state: OnlineState) -> None:
             raise bad("the field column's field positions are out of range")
         if not EMPTY <= state.fields[0, ABOVE] < cap or state.fields[0, SAME] not in (0, 1):
             raise bad("the field column's symbol above or its 'same so far' flag is out of range")
+    _check_numbers(config, state)
     followed = state.followers[state.followers != 0].astype(np.int64) - 1
     if followed.size and (followed.min() < 0 or followed.max() >= cap or not state.code_of[followed].all()):
         raise bad("the indirect source's table holds a symbol the learner has never seen")
+
+
+def _check_numbers(config: OnlineConfig, state: OnlineState) -> None:
+    """The number source's tables and run: every symbol in the alphabet, every index within its array."""
+    if not state.number_int.size:
+        return
+    cap, top = config.alphabet_cap, 10 ** NUMBER_DIGITS
+    table, ints = state.number_table, state.number_int
+    if (table[..., TAG].min() < 0 or table[..., LAST].min() < 0 or table[..., LAST].max() >= top
+            or np.abs(table[..., CHANGE]).max() >= top or table[..., LENGTH].min() < 0
+            or table[..., LENGTH].max() > NUMBER_DIGITS or table[..., AFTER].min() < 0
+            or table[..., AFTER].max() >= cap or table[..., STREAK].min() < 0
+            or table[..., STREAK].max() > NUMBER_STREAK):
+        raise ValueError("learner snapshot is inconsistent: the number source's table is out of range")
+    if (state.number_digits.min() < 0 or state.number_digits.max() >= cap
+            or not np.isin(ints[:, N_KEYED], (0, 1)).all() or not np.isin(ints[:, N_ON_TRACK], (0, 1)).all()
+            or ints[:, N_RUN].min() < 0 or ints[:, N_VALUE].min() < 0 or ints[:, N_VALUE].max() >= top
+            or ints[:, N_PREDICTED].min() < -1 or ints[:, N_PREDICTED].max() > NUMBER_DIGITS
+            or ints[:, N_VOTED].min() < -1 or ints[:, N_VOTED].max() >= cap
+            or ints[:, N_BUCKET].min() < 0 or ints[:, N_BUCKET].max() >= NUMBER_BUCKETS
+            or ints[:, N_STREAK].min() < 0 or ints[:, N_STREAK].max() > NUMBER_STREAK):
+        raise ValueError("learner snapshot is inconsistent: the number source's current number is out of range")
+    hits, tries = state.number_stats[:, 0], state.number_stats[:, 1]
+    if np.any(hits < 0) or np.any(hits > tries) or np.any(tries >= max(config.count_limit, 1)):
+        raise ValueError("learner snapshot is inconsistent: the number source's statistics are out of range")
+

@@ -20,6 +20,7 @@ from ..model import random_graph
 from .config import F, H, OnlineConfig
 from .context import (CTX_INTS, FIELD_SELECTING_ROWS, FIELD_SLOTS, FOLLOWER_BASE, MATCH, MATCH_BUCKETS, SAME,
                       SELECTING_BUCKETS)
+from .numbers import NUMBER_BUCKETS, NUMBER_CONTEXTS, NUMBER_DIGITS, NUMBER_INTS, N_PREDICTED, N_VOTED
 from .tables import table_array
 
 # positions in the `reals` array (REALS of them) and in the `counts` array (COUNTS of them)
@@ -100,6 +101,10 @@ class OnlineState(NamedTuple):
     fsel_h: np.ndarray  # (FIELD_SELECTING_ROWS, S) their diagonal outer-product metric
     fsel_row: np.ndarray  # (1,) int64 work: their row for the next symbol
     followers: np.ndarray  # (257 * 257,) int64: per pair of last symbols, the symbol that followed it + 1 (indirect)
+    number_table: np.ndarray  # (2, 2^(context_bits - 2), 6) int64: per context length, per slot (numbers.TAG ...)
+    number_int: np.ndarray  # (2, NUMBER_INTS) int64: per context length, the current run and prediction (N_KEY ...)
+    number_digits: np.ndarray  # (2, NUMBER_DIGITS + 2) int64: the predicted number's digits, then the symbol after
+    number_stats: np.ndarray  # (2, 2, NUMBER_BUCKETS) int64: hits and tries of the number source's votes
     numerics: np.ndarray  # (0,): its dtype picks the exp/log/tanh every kernel compiles (kernels/elementary.py)
 
 
@@ -132,6 +137,8 @@ def new_state(config: OnlineConfig) -> OnlineState:
             state.fsel_h[...] = config.selected_prior
         if config.field_column_context:
             state.fields[0, SAME] = 1  # the first field of the stream repeats its (absent) previous line so far
+        state.number_int[:, N_PREDICTED] = -1  # no prediction, no vote yet
+        state.number_int[:, N_VOTED] = -1
     state.reals[ETA_TAU] = 1.0 / max(N, 1) if config.transition_rate is None else config.transition_rate
     state.reals[ETA_W] = config.writing_rate
     # initial potentials V^0 = s^-1(beta_j / alpha) (seed 000 §2) for the GLNN; 0 for the GNN
@@ -157,7 +164,8 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
     T = 1 << config.context_bits if hashed else 0
     H = 1 << config.history_bits if hashed else 0
     matching = any(kind == MATCH for kind, _ in config.sources)
-    SH = S - int(matching)
+    NT = len(NUMBER_CONTEXTS) if config.number_context else 0  # the number source's tables
+    SH = S - int(matching) - int(NT > 0)
     R = S + 1 if config.selected_weights else 0
     f, i, u16, u32 = np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.uint16), np.dtype(np.uint32)
     window, cols, per_code = (K + 2, N + 1), (N + 1, A + 1), (A + 1, N + 1, D)
@@ -182,6 +190,8 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
         fsel_h=((FIELD_SELECTING_ROWS if config.field_selected_weights else 0, S), f),
         fsel_row=((1 if config.field_selected_weights else 0,), i),
         followers=((FOLLOWER_BASE ** 2 if config.indirect_context else 0,), i),
+        number_table=((NT, 1 << (config.context_bits - 2) if NT else 0, 6), i), number_int=((NT, NUMBER_INTS), i),
+        number_digits=((NT, NUMBER_DIGITS + 2), i), number_stats=((NT, 2, NUMBER_BUCKETS), i),
         numerics=((0,), np.dtype(NUMERICS[config.numerics])),
     )
     return {name: shapes[name] for name in OnlineState._fields}

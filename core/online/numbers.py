@@ -1,0 +1,161 @@
+"""The number source: numbers predicted from the last one seen after the same symbols.
+
+Digits are most of a log's bits (``docs/benchmarks.md``, "Where the bits
+go"), and many of them belong to numbers that come back in their template's
+next line changed by a small step: task and block ids, counters, byte
+counts.  A count model sees such a number as new text.  This source keeps,
+for each context of the last k symbols before a number's first digit, the
+last number seen there, its change from the one before, its length and the
+symbol after it, and predicts the next number after that context as last +
+change, written with at least the last one's length (leading zeros kept),
+then that symbol.  It votes like the match model, with the log-odds that its
+predictions were right so far, counted per position in the number and per
+how many times in a row the context's prediction was right.
+
+One source holds a table per context length (``NUMBER_CONTEXTS``), and
+votes with the longest context whose prediction is still on track.  The
+tables hold 2^(context_bits - 2) contexts each, one per slot (a context
+takes over its slot).  Their hashing is part of the ``.sqd`` format, as the
+context tables' is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import inline_kernel
+from ..kernels.elementary import log_of
+from .hashing import log2_ceil
+
+# the number source: one table per context length (the symbols before a number's first digit), the longer first
+NUMBER_CONTEXTS = (9, 4)
+NUMBER_DIGITS = 18  # longest number it follows (its value stays below 10^18)
+NUMBER_STREAK = 3  # right predictions in a row a table entry counts up to
+NUMBER_POSITIONS = 17  # the vote's position: digit 0..15 (the later ones merged), then the symbol after the number
+NUMBER_BUCKETS = NUMBER_POSITIONS * (NUMBER_STREAK + 1)  # hit and try counts: per position and streak
+# OnlineState.number_table[j, slot, .]: the context's check tag, its last number, that number's change from the one
+# before, its length in digits, the symbol after it, and how many times in a row last + change was right
+TAG, LAST, CHANGE, LENGTH, AFTER, STREAK = range(6)
+# OnlineState.number_int[j, .]: the key of the context the current (or next) number is kept under and whether
+# there is one (a number at the stream's start has none), the digits of the current run and their value, the
+# prediction's length (-1: none) and whether the run has followed it so far, the symbol voted for at this position
+# (-1: none) and its bucket, the streak of the entry the prediction came from
+NUMBER_INTS = 9
+N_KEY, N_KEYED, N_RUN, N_VALUE, N_PREDICTED, N_ON_TRACK, N_VOTED, N_BUCKET, N_STREAK = range(NUMBER_INTS)
+
+
+@inline_kernel
+def _number_slot(key, T):
+    """(slot, tag) of a number context's key in a table of T = 2^b slots: its top b bits, a non-zero 31-bit check."""
+    slot = np.int64(key >> np.uint64(64 - log2_ceil(T)))
+    tag = np.int64(key & np.uint64(0x7FFFFFFF)) | 1
+    return slot, tag
+
+
+@inline_kernel
+def number_vote(st):
+    """The number source's vote for the next symbol: (code, activity, position), code 0 for none.
+
+    The longer context's prediction first, else the shorter one's.  A
+    prediction still on track at digit k of the current run votes for its
+    digit k (past its last digit, for the symbol that ended the number last
+    time) with the log-odds log((hits + 1/2) / (misses + 1/2)) of its table's
+    bucket: the position voted for, and the streak of the entry it came from.
+    """
+    tables = st.number_int.shape[0]
+    for j in range(tables):
+        st.number_int[j, N_VOTED] = -1
+    for j in range(tables):
+        length = st.number_int[j, N_PREDICTED]
+        k = st.number_int[j, N_RUN]
+        if length <= 0 or st.number_int[j, N_ON_TRACK] == 0 or k > length:
+            continue
+        predicted = st.number_digits[j, k]
+        code = st.code_of[predicted]
+        if code == 0:  # a symbol not seen yet has no code to vote for
+            continue
+        position = min(k, NUMBER_POSITIONS - 2) if k < length else NUMBER_POSITIONS - 1
+        bucket = position + NUMBER_POSITIONS * st.number_int[j, N_STREAK]
+        hits = st.number_stats[j, 0, bucket]
+        tries = st.number_stats[j, 1, bucket]
+        st.number_int[j, N_VOTED] = predicted
+        st.number_int[j, N_BUCKET] = bucket
+        return code, log_of(st.numerics, (hits + 0.5) / (tries - hits + 0.5)), position
+    return np.int64(0), 0.0, np.int64(0)
+
+
+@inline_kernel
+def observe_number(st, j, symbol, key, limit):
+    """Table j of the number source sees ``symbol``; ``key`` is the context a number starting next would have.
+
+    Its vote is credited to its bucket; a digit extends the current run (and
+    takes the prediction off track if it differs); the symbol that ends a run
+    stores the number under the context it started after (last, change,
+    length, the symbol after it, the streak of right predictions); after any
+    other symbol, the last symbols (``context.number_key``) are the context of a number
+    that may start next (``key``), and what the table holds for them is its prediction:
+    last + change, written with at least the last one's length.
+    """
+    if st.number_int[j, N_VOTED] >= 0:
+        b = st.number_int[j, N_BUCKET]
+        st.number_stats[j, 1, b] += 1
+        if st.number_int[j, N_VOTED] == symbol:
+            st.number_stats[j, 0, b] += 1
+        if st.number_stats[j, 1, b] >= limit:
+            st.number_stats[j, 0, b] = (st.number_stats[j, 0, b] + 1) // 2
+            st.number_stats[j, 1, b] = (st.number_stats[j, 1, b] + 1) // 2
+    T = st.number_table.shape[1]
+    k = st.number_int[j, N_RUN]
+    if 48 <= symbol <= 57:
+        length = st.number_int[j, N_PREDICTED]
+        if length > 0 and (k >= length or st.number_digits[j, k] != symbol):
+            st.number_int[j, N_ON_TRACK] = 0
+        if k < NUMBER_DIGITS:
+            st.number_int[j, N_VALUE] = st.number_int[j, N_VALUE] * 10 + (symbol - 48)
+        st.number_int[j, N_RUN] = k + 1
+        return
+    if k > 0:  # a number ended: keep it under the context it started after
+        if k <= NUMBER_DIGITS and st.number_int[j, N_KEYED] == 1:
+            slot, tag = _number_slot(np.uint64(st.number_int[j, N_KEY]), T)
+            value = st.number_int[j, N_VALUE]
+            if st.number_table[j, slot, TAG] == tag:
+                if value == st.number_table[j, slot, LAST] + st.number_table[j, slot, CHANGE]:
+                    st.number_table[j, slot, STREAK] = min(st.number_table[j, slot, STREAK] + 1, NUMBER_STREAK)
+                else:
+                    st.number_table[j, slot, STREAK] = 0
+                st.number_table[j, slot, CHANGE] = value - st.number_table[j, slot, LAST]
+            else:
+                st.number_table[j, slot, TAG] = tag
+                st.number_table[j, slot, CHANGE] = 0
+                st.number_table[j, slot, STREAK] = 0
+            st.number_table[j, slot, LAST] = value
+            st.number_table[j, slot, LENGTH] = k
+            st.number_table[j, slot, AFTER] = symbol
+        st.number_int[j, N_RUN] = 0
+        st.number_int[j, N_VALUE] = 0
+    # a number may start next, after the context `key`
+    st.number_int[j, N_KEY] = np.int64(key)
+    st.number_int[j, N_KEYED] = 1
+    st.number_int[j, N_PREDICTED] = -1
+    slot, tag = _number_slot(key, T)
+    if st.number_table[j, slot, TAG] != tag:
+        return
+    value = st.number_table[j, slot, LAST] + st.number_table[j, slot, CHANGE]
+    if value < 0:
+        return
+    n = 1
+    v = value // 10
+    while v > 0:
+        n += 1
+        v //= 10
+    n = max(n, st.number_table[j, slot, LENGTH])
+    if n > NUMBER_DIGITS:
+        return
+    v = value
+    for i in range(n):
+        st.number_digits[j, n - 1 - i] = 48 + v % 10
+        v //= 10
+    st.number_digits[j, n] = st.number_table[j, slot, AFTER]
+    st.number_int[j, N_PREDICTED] = n
+    st.number_int[j, N_ON_TRACK] = 1
+    st.number_int[j, N_STREAK] = st.number_table[j, slot, STREAK]
