@@ -738,6 +738,7 @@ class ContextReference:
             if kind == CTX_NUMBER:
                 vote = self.number_vote()
                 out.append({} if vote is None else {vote[0]: vote[1]})
+                self.number_voted = None if vote is None else (vote[3], vote[0], vote[4])
                 continue
             if kind == CTX_MATCH:
                 votes = {}
@@ -929,8 +930,9 @@ class ContextReference:
         return [ord(d) for d in digits] + [after]
 
     def number_vote(self):
-        """(symbol, activity, position) of the number source's vote, or None: the longer context first."""
-        _, run = self._run()
+        """(symbol, activity, position, table, bucket) of the number source's vote, or None: the longer
+        context first."""
+        start, run = self._run()
         for j in range(len(NUMBER_CONTEXTS)):
             predicted = self.number_prediction(j)
             if predicted is None or len(run) > len(predicted) - 1 or predicted[:len(run)] != run:
@@ -940,12 +942,10 @@ class ContextReference:
                 continue
             n = len(predicted) - 1
             position = min(len(run), NUMBER_POSITIONS - 2) if len(run) < n else NUMBER_POSITIONS - 1
-            start, _ = self._run()
             streak = self.numbers[j][self._number_context(j, start)][4]
             bucket = position + NUMBER_POSITIONS * streak
             hits, tries = self.number_hits[j][bucket], self.number_tries[j][bucket]
-            self.number_voted = (j, symbol, bucket)
-            return symbol, math.log((hits + 0.5) / (tries - hits + 0.5)), position
+            return symbol, math.log((hits + 0.5) / (tries - hits + 0.5)), position, j, bucket
         return None
 
     def _observe_numbers(self, symbol):

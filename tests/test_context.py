@@ -199,7 +199,7 @@ class Storage:
         another takes it over, and the reference forgets the other.
         """
         start, run = self.ref._run()
-        if 48 <= symbol <= 57 or not run or start == 0 or len(run) > 18:
+        if 48 <= symbol <= 57 or not run or start == 0 or len(run) > naive.NUMBER_DIGITS:
             return
         for j in range(len(NUMBER_CONTEXTS)):
             bits = int(st.number_table.shape[1]).bit_length() - 1

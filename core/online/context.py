@@ -197,12 +197,16 @@ def locate(st, bits):
 
 
 @inline_kernel
-def number_key(st, symbol, context):
-    """The context a number starting after ``symbol`` is kept under: the last ``context`` symbols, hashed."""
-    h = absorb(np.uint64(0x2468), hashed(symbol))
-    for back in range(1, context):
-        h = absorb(h, hashed(_history(st, back)))
-    return finalize(h)
+def _observe_numbers(st, symbol, limit):
+    """Each number table sees ``symbol`` and, after a non-digit, the context a number starting next has there."""
+    digit = 48 <= symbol <= 57  # no number starts after a digit: the key goes unread
+    h = absorb(np.uint64(0x2468), hashed(symbol))  # its last NUMBER_CONTEXTS[j] symbols: one hash, shortest up
+    done = 1
+    for j in range(st.number_int.shape[0] - 1, -1, -1):
+        while not digit and done < NUMBER_CONTEXTS[j]:
+            h = absorb(h, hashed(_history(st, done)))
+            done += 1
+        observe_number(st, j, symbol, finalize(h), limit)
 
 
 @inline_kernel
@@ -392,9 +396,7 @@ def observe(st, symbol, limit, match_min):
     for s in range(S):
         kind = st.ctx_kind[s, 0]
         if kind == NUMBER:
-            for j in range(st.number_int.shape[0]):
-                key = np.uint64(0) if 48 <= symbol <= 57 else number_key(st, symbol, NUMBER_CONTEXTS[j])
-                observe_number(st, j, symbol, key, limit)
+            _observe_numbers(st, symbol, limit)
             continue
         if kind == MATCH:
             length = st.ctx_int[MATCH_LEN]

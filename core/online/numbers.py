@@ -28,6 +28,7 @@ from ..kernels.elementary import log_of
 from .hashing import log2_ceil
 
 # the number source: one table per context length (the symbols before a number's first digit), the longer first
+# (context._observe_numbers hashes them from the shortest up)
 NUMBER_CONTEXTS = (9, 4)
 NUMBER_DIGITS = 18  # longest number it follows (its value stays below 10^18)
 NUMBER_STREAK = 3  # right predictions in a row a table entry counts up to
@@ -92,9 +93,10 @@ def observe_number(st, j, symbol, key, limit):
     takes the prediction off track if it differs); the symbol that ends a run
     stores the number under the context it started after (last, change,
     length, the symbol after it, the streak of right predictions); after any
-    other symbol, the last symbols (``context.number_key``) are the context of a number
-    that may start next (``key``), and what the table holds for them is its prediction:
-    last + change, written with at least the last one's length.
+    other symbol, the last symbols (hashed by ``context._observe_numbers``)
+    are the context of a number that may start next (``key``), and what the
+    table holds for them is its prediction: last + change, written with at
+    least the last one's length.
     """
     if st.number_int[j, N_VOTED] >= 0:
         b = st.number_int[j, N_BUCKET]

@@ -129,86 +129,89 @@ def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
     return config, state
 
 
+def _inconsistent(what: str) -> ValueError:
+    """The error for a snapshot whose arrays could not have been written by a learner."""
+    return ValueError(f"learner snapshot is inconsistent: {what}")
+
+
 def _check_indices(config: OnlineConfig, state: OnlineState) -> None:
     """Indices the kernels use without bounds checks must be in range."""
     n = int(state.counts[ACTIVE])
     if not 0 <= n <= config.alphabet_cap:
-        raise ValueError(f"learner snapshot is inconsistent: {n} active symbols for an alphabet of {config.alphabet_cap}")
+        raise _inconsistent(f"{n} active symbols for an alphabet of {config.alphabet_cap}")
     if not 0 <= int(state.counts[WINDOW_POS]) <= config.window:
-        raise ValueError("learner snapshot is inconsistent: window position out of range")
+        raise _inconsistent("window position out of range")
     codes = state.code_of
     seen = np.flatnonzero(codes)
     if codes.min() < 0 or len(seen) != n or not np.array_equal(np.sort(codes[seen]), np.arange(1, n + 1)) \
             or not np.array_equal(state.symbol_of[codes[seen]], seen):
-        raise ValueError("learner snapshot is inconsistent: symbol codes do not match")
+        raise _inconsistent("symbol codes do not match")
     for name in ("x", "targets", "touched"):
         arr = getattr(state, name)
         if arr.min() < 0 or arr.max() > n:
-            raise ValueError(f"learner snapshot is inconsistent: {name!r} holds codes out of range")
+            raise _inconsistent(f"{name!r} holds codes out of range")
     if state.inputs.min() < 0 or state.inputs.max() > config.units:
-        raise ValueError("learner snapshot is inconsistent: the graph names units out of range")
+        raise _inconsistent("the graph names units out of range")
     if state.ctx_kind.shape[0]:
         _check_context(config, state)
 
 
 def _check_context(config: OnlineConfig, state: OnlineState) -> None:
     """The context units' tables, history and positions must be what ``context.py`` can have written."""
-    def bad(what):
-        return ValueError(f"learner snapshot is inconsistent: {what}")
-
     cap = config.alphabet_cap
     sources = np.array(config.sources, dtype=np.int64).reshape(-1, 2)
     if not np.array_equal(state.ctx_kind, sources):
-        raise bad(f"its context sources {state.ctx_kind.tolist()} are not the configuration's {sources.tolist()}")
+        raise _inconsistent(f"its context sources {state.ctx_kind.tolist()} are not the configuration's "
+                            f"{sources.tolist()}")
     counted = state.ctx_cnt > 0
     if state.ctx_sym.size and int(state.ctx_sym.max()) >= cap:
-        raise bad(f"a context table holds symbol {int(state.ctx_sym.max())}, outside the alphabet [0, {cap})")
+        raise _inconsistent(f"a context table holds symbol {int(state.ctx_sym.max())}, outside the alphabet [0, {cap})")
     if counted.any() and not state.code_of[state.ctx_sym[counted].astype(np.int64)].all():
-        raise bad("a context table counts a symbol the learner has never seen")
+        raise _inconsistent("a context table counts a symbol the learner has never seen")
     if int(state.ctx_cnt.max(initial=0)) >= config.count_limit:
-        raise bad(f"a context table holds a count >= count_limit = {config.count_limit}")
+        raise _inconsistent(f"a context table holds a count >= count_limit = {config.count_limit}")
     if np.any(counted & (state.ctx_tag == 0)[..., None]):
-        raise bad("an empty context slot holds counts")
+        raise _inconsistent("an empty context slot holds counts")
     ints = state.ctx_int
     t, H = int(ints[POS]), state.hist.shape[0]
     if t < 0 or int(ints[ORDER0_TOTAL]) != t or state.order0.min(initial=0) < 0 or int(state.order0.sum()) != t:
-        raise bad("the context units' symbol counts do not add up to their stream position")
+        raise _inconsistent("the context units' symbol counts do not add up to their stream position")
     if state.hist.size and int(state.hist.max()) >= cap:
-        raise bad(f"the history holds symbol {int(state.hist.max())}, outside the alphabet [0, {cap})")
+        raise _inconsistent(f"the history holds symbol {int(state.hist.max())}, outside the alphabet [0, {cap})")
     written = state.hist[(t - np.arange(1, min(t, H) + 1)) % H] if H else state.hist[:0]
     if written.size and not state.code_of[written.astype(np.int64)].all():
-        raise bad("the history holds a symbol the learner has never seen")
+        raise _inconsistent("the history holds a symbol the learner has never seen")
     if not 0 <= int(ints[PREV_LINE_START]) <= int(ints[LINE_START]) <= t or int(ints[PREV_LINE_LEN]) < 0 \
             or int(ints[PREV_LINE_LEN]) > int(ints[LINE_START]) - int(ints[PREV_LINE_START]):
-        raise bad("the context units' line positions are out of range")
+        raise _inconsistent("the context units' line positions are out of range")
     if int(ints[FIELD]) < 0:  # the field column indexes its field starts by it (capped above, not below)
-        raise bad("the context units' field number is out of range")
+        raise _inconsistent("the context units' field number is out of range")
     length, ptr = int(ints[MATCH_LEN]), int(ints[MATCH_PTR])
     if length < 0 or (length > 0 and not max(t - H, -1) < ptr < t):
-        raise bad("the match model follows a position outside the history")
+        raise _inconsistent("the match model follows a position outside the history")
     hits, tries = state.match_stats
     if np.any(hits < 0) or np.any(hits > tries) or np.any(tries >= max(config.count_limit, 1)):
-        raise bad("the match model's statistics are out of range")
+        raise _inconsistent("the match model's statistics are out of range")
     if state.match_table.size and (state.match_table.min() < 0 or int(state.match_table.max()) > t + 1):
-        raise bad("the match table holds positions beyond the stream")
+        raise _inconsistent("the match table holds positions beyond the stream")
     if int(ints[NNZ]) != 0 or state.feat.any():
-        raise bad("context activities are left over between symbols")
+        raise _inconsistent("context activities are left over between symbols")
     rows, S = state.sel_w.shape
     if rows and (state.sel_row.min() < 0 or state.sel_row[:S].max() >= rows or state.sel_row[S] > S
                  or state.sel_updates.min() < 0 or not (state.sel_h > 0.0).all()):
-        raise bad("the selected weights' rows or counts are out of range")
+        raise _inconsistent("the selected weights' rows or counts are out of range")
     if state.fsel_w.size and (not 0 <= state.fsel_row[0] < FIELD_SELECTING_ROWS or not (state.fsel_h > 0.0).all()):
-        raise bad("the field-selected weights' row or metric is out of range")
+        raise _inconsistent("the field-selected weights' row or metric is out of range")
     if state.fields.size:
         starts = np.concatenate([state.fields[0, :FIELD_SLOTS], state.fields[1, :FIELD_SLOTS + 1]])
         if starts.min() < 0 or starts.max() > t or not 0 <= state.fields[1, FIELD_SLOTS + 1] <= FIELD_SLOTS:
-            raise bad("the field column's field positions are out of range")
+            raise _inconsistent("the field column's field positions are out of range")
         if not EMPTY <= state.fields[0, ABOVE] < cap or state.fields[0, SAME] not in (0, 1):
-            raise bad("the field column's symbol above or its 'same so far' flag is out of range")
+            raise _inconsistent("the field column's symbol above or its 'same so far' flag is out of range")
     _check_numbers(config, state)
     followed = state.followers[state.followers != 0].astype(np.int64) - 1
     if followed.size and (followed.min() < 0 or followed.max() >= cap or not state.code_of[followed].all()):
-        raise bad("the indirect source's table holds a symbol the learner has never seen")
+        raise _inconsistent("the indirect source's table holds a symbol the learner has never seen")
 
 
 def _check_numbers(config: OnlineConfig, state: OnlineState) -> None:
@@ -222,7 +225,7 @@ def _check_numbers(config: OnlineConfig, state: OnlineState) -> None:
             or table[..., LENGTH].max() > NUMBER_DIGITS or table[..., AFTER].min() < 0
             or table[..., AFTER].max() >= cap or table[..., STREAK].min() < 0
             or table[..., STREAK].max() > NUMBER_STREAK):
-        raise ValueError("learner snapshot is inconsistent: the number source's table is out of range")
+        raise _inconsistent("the number source's table is out of range")
     if (state.number_digits.min() < 0 or state.number_digits.max() >= cap
             or not np.isin(ints[:, N_KEYED], (0, 1)).all() or not np.isin(ints[:, N_ON_TRACK], (0, 1)).all()
             or ints[:, N_RUN].min() < 0 or ints[:, N_VALUE].min() < 0 or ints[:, N_VALUE].max() >= top
@@ -230,8 +233,8 @@ def _check_numbers(config: OnlineConfig, state: OnlineState) -> None:
             or ints[:, N_VOTED].min() < -1 or ints[:, N_VOTED].max() >= cap
             or ints[:, N_BUCKET].min() < 0 or ints[:, N_BUCKET].max() >= NUMBER_BUCKETS
             or ints[:, N_STREAK].min() < 0 or ints[:, N_STREAK].max() > NUMBER_STREAK):
-        raise ValueError("learner snapshot is inconsistent: the number source's current number is out of range")
+        raise _inconsistent("the number source's current number is out of range")
     hits, tries = state.number_stats[:, 0], state.number_stats[:, 1]
     if np.any(hits < 0) or np.any(hits > tries) or np.any(tries >= max(config.count_limit, 1)):
-        raise ValueError("learner snapshot is inconsistent: the number source's statistics are out of range")
+        raise _inconsistent("the number source's statistics are out of range")
 
