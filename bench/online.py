@@ -27,6 +27,8 @@ from baselines import PEERS, held_out_files, log_files, table, weighted_mean  # 
 from common import command_line, machine, report  # noqa: E402
 
 from seqd.core import tasks  # noqa: E402
+from seqd.core.container import PRESETS  # noqa: E402
+from seqd.core.limits import check_settings  # noqa: E402
 from seqd.core.online import OnlineConfig, OnlineLearner  # noqa: E402
 from seqd.core.online.context import COLUMN, MATCH, ORDER, WORD  # noqa: E402
 
@@ -105,7 +107,7 @@ ABLATIONS = [  # (label, configuration): one part of the default changed at a ti
      replace(BYTES, selected_step="block")),
     *[(f"the mixer by a plain gradient step, rate {rate:g}", replace(BYTES, selected_step="gradient", selected_rate=rate))
       for rate in (0.001, 0.003, 0.01, 0.03)],
-    ("without the field-selected weights (the model of preset bytes-4)", replace(BYTES, field_selected_weights=False)),
+    ("without the field-selected weights (the model of preset bytes-4)", check_settings(dict(PRESETS["bytes-4"]))),
     # the recurrent units
     ("without the recurrent units (units=0)", replace(BYTES, units=0)),
     ("recurrent units alone (4 units, no context units)",
@@ -115,7 +117,8 @@ ABLATIONS = [  # (label, configuration): one part of the default changed at a ti
     # the context sources, one at a time
     *[(f"without order {k}", replace(BYTES, context_orders=tuple(o for o in BYTES.context_orders if o != k)))
       for k in BYTES.context_orders],
-    ("with order 8 too (orders of preset bytes-3)", replace(BYTES, context_orders=(1, 2, 3, 4, 6, 8, 12, 16))),
+    ("with order 8 too (orders of preset bytes-3)",
+     replace(BYTES, context_orders=tuple(PRESETS["bytes-3"]["context_orders"]))),
     ("without the order-k chain", replace(BYTES, context_orders=())),
     ("without the column source", replace(BYTES, column_context=False)),
     ("without the field column source (and so the field-selected weights)",
@@ -123,9 +126,7 @@ ABLATIONS = [  # (label, configuration): one part of the default changed at a ti
     ("without the word source", replace(BYTES, word_context=False)),
     ("without the indirect source", replace(BYTES, indirect_context=False)),
     ("without the match model", replace(BYTES, match_min=0)),
-    ("the model of preset bytes-3 (seqd 0.3)", replace(BYTES, context_orders=(1, 2, 3, 4, 6, 8, 12, 16),
-                                                        field_column_context=False, indirect_context=False,
-                                                        field_selected_weights=False)),
+    ("the model of preset bytes-3 (seqd 0.3)", check_settings(dict(PRESETS["bytes-3"]))),
 ]
 
 
