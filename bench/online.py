@@ -126,6 +126,7 @@ ABLATIONS = [  # (label, configuration): one part of the default changed at a ti
     ("without the word source", replace(BYTES, word_context=False)),
     ("without the indirect source", replace(BYTES, indirect_context=False)),
     ("without the match model", replace(BYTES, match_min=0)),
+    ("without the number source (the model of preset bytes-5)", check_settings(dict(PRESETS["bytes-5"]))),
     ("the model of preset bytes-3 (seqd 0.3)", check_settings(dict(PRESETS["bytes-3"]))),
 ]
 

@@ -66,7 +66,8 @@ PRESETS["bytes-3"] = {**PRESETS["bytes-2"], "selected_weights": True, "selected_
 PRESETS["bytes-4"] = {**PRESETS["bytes-3"], "field_column_context": True, "indirect_context": True,  # two sources
                       "context_orders": [1, 2, 3, 4, 6, 12, 16]}  # more, one order fewer
 PRESETS["bytes-5"] = {**PRESETS["bytes-4"], "field_selected_weights": True}  # bytes-4, the field-selected weights
-PRESET = "bytes-5"
+PRESETS["bytes-6"] = {**PRESETS["bytes-5"], "number_context": True}  # bytes-5, the number source
+PRESET = "bytes-6"
 
 
 class FormatError(ValueError):

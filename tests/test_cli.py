@@ -54,7 +54,8 @@ def test_eval_reports_the_learners_code_length(tmp_path, capsys):
     assert out["config"]["units"] == 6 and out["overall"]["bits_per_byte"] < 8
     # seed 000's GLNN alone, through the flags that switch the context units off
     assert main(["eval", str(path), "--units", "6", "--context-orders", "", "--no-column-context",
-                 "--no-field-column-context", "--no-word-context", "--no-indirect-context", "--match-min", "0",
+                 "--no-field-column-context", "--no-word-context", "--no-indirect-context", "--no-number-context",
+                 "--match-min", "0",
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     expected = OnlineLearner(OnlineConfig(units=6, alphabet_cap=256)).learn(data)

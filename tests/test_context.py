@@ -901,8 +901,8 @@ def test_config_accepts_context_units_alone():
     assert cfg.context_orders == (1, 2, 3) and isinstance(cfg.context_weight, float)
     assert cfg.sources == [(0, 1), (0, 2), (0, 3)]
     default = OnlineConfig.bytes_default()
-    assert [k for k, _ in default.sources] == [0] * 7 + [1, FIELD_COLUMN, 2, INDIRECT, MATCH] and default.units == 4
-    assert OnlineConfig.bytes_default(units=0, match_min=0).sources[-1] == (INDIRECT, 0)
+    assert [k for k, _ in default.sources] == [0] * 7 + [1, FIELD_COLUMN, 2, INDIRECT, NUMBER, MATCH] and default.units == 4
+    assert OnlineConfig.bytes_default(units=0, match_min=0, number_context=False).sources[-1] == (INDIRECT, 0)
 
 
 # -- 7. defects found by these tests, fixed (they were strict xfails): regression tests ---------------

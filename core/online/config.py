@@ -125,7 +125,7 @@ class OnlineConfig:
         """The default model for byte streams (logs, ``seqd compress``): a small GLNN plus context units, mixed."""
         settings = dict(units=4, context_orders=(1, 2, 3, 4, 6, 12, 16), column_context=True,
                         field_column_context=True, word_context=True, indirect_context=True, match_min=6,
-                        selected_weights=True, field_selected_weights=True)
+                        selected_weights=True, field_selected_weights=True, number_context=True)
         settings.update(overrides)
         return cls(**settings)
 
