@@ -39,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, command_line, machine, report  # noqa: E402
 
 LOGS = ROOT.parent / "shared" / "data" / "logs"
-GLNN_FLAGS = ["--context-orders", "", "--no-column-context", "--no-word-context", "--match-min", "0", "--units", "32"]
+GLNN_FLAGS = ["--context-orders", "", "--no-column-context", "--no-field-column-context", "--no-word-context",
+              "--no-indirect-context", "--no-number-context", "--match-min", "0", "--units", "32"]  # seqd 0.6 and later
 
 
 def this_seqd() -> str:

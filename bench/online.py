@@ -107,12 +107,12 @@ ABLATIONS = [  # (label, configuration): one part of the default changed at a ti
      replace(BYTES, selected_step="block")),
     *[(f"the mixer by a plain gradient step, rate {rate:g}", replace(BYTES, selected_step="gradient", selected_rate=rate))
       for rate in (0.001, 0.003, 0.01, 0.03)],
-    ("without the field-selected weights (the model of preset bytes-4)", check_settings(dict(PRESETS["bytes-4"]))),
+    ("without the field-selected weights", replace(BYTES, field_selected_weights=False)),
     # the recurrent units
     ("without the recurrent units (units=0)", replace(BYTES, units=0)),
     ("recurrent units alone (4 units, no context units)",
      replace(BYTES, context_orders=(), column_context=False, field_column_context=False, word_context=False,
-             indirect_context=False, match_min=0, selected_weights=False)),
+             indirect_context=False, number_context=False, match_min=0, selected_weights=False)),
     ("seed 000's GLNN alone, 32 units (OnlineConfig())", OnlineConfig()),
     # the context sources, one at a time
     *[(f"without order {k}", replace(BYTES, context_orders=tuple(o for o in BYTES.context_orders if o != k)))

@@ -24,8 +24,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         "Stream each file, byte by byte, through a fresh online learner (predict, then learn) and report "
         "its prequential code length: bits per byte, total bits, throughput and memory. The defaults are "
         "the byte-stream model (OnlineConfig.bytes_default(): a small GLNN plus context units and their mixer), the same for "
-        "every input; --context-orders '' --no-column-context --no-word-context --match-min 0 --units 32 "
-        "gives seed 000's GLNN alone."
+        "every input; --context-orders '' --no-column-context --no-field-column-context --no-word-context "
+        "--no-indirect-context --no-number-context --match-min 0 --units 32 gives seed 000's GLNN alone."
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     defaults = OnlineConfig.bytes_default()

@@ -232,6 +232,8 @@ def test_a_file_with_seqd_0_3s_field_column_is_refused_and_a_newer_preset_asks_f
     assert header.config == OnlineConfig.bytes_default(field_selected_weights=False, number_context=False) \
         and header.preset == "bytes-4"
     assert container.read_header(io.BytesIO(_header_naming("bytes-3", {}))).config.field_column_context is False
+    assert container.read_header(io.BytesIO(_header_naming("bytes-5", {}))).config \
+        == OnlineConfig.bytes_default(number_context=False)
     with pytest.raises(FormatError, match="newer than this seqd knows: upgrade seqd"):
         container.read_header(io.BytesIO(_header_naming("bytes-99", {})))
 

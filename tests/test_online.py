@@ -458,21 +458,23 @@ def test_snapshot_parts_are_the_format_built_independently_and_views_of_the_stat
 MIXER_SETTINGS = ("selected_weights", "selected_prior", "selected_step", "selected_rate", "selected_discount")
 
 
-@pytest.mark.parametrize("version", [2, 3, 4, 5])
+@pytest.mark.parametrize("version", [2, 3, 4, 5, 6])
 def test_an_older_snapshot_restores_without_what_it_did_not_have_and_continues_exactly(version):
     cfg = OnlineConfig(units=3, degree=2, context_orders=(1, 2, 3), word_context=True, match_min=4,
                        context_bits=10, history_bits=10, match_bits=10, selected_weights=version >= 3)
     x = np.frombuffer(b"GET /index.html 200\nGET /login 302\nPOST /login 200\n" * 30, dtype=np.uint8)
     learner = OnlineLearner(cfg)
     learner.learn(x[:700])
-    lacked = snapshot.NEW_IN_6 + (snapshot.NEW_IN_5 if version < 5 else ()) + (snapshot.NEW_IN_4 if version < 4 else ()) \
+    lacked = snapshot.NEW_IN_7 + (snapshot.NEW_IN_6 if version < 6 else ()) \
+        + (snapshot.NEW_IN_5 if version < 5 else ()) + (snapshot.NEW_IN_4 if version < 4 else ()) \
         + (snapshot.NEW_IN_3 if version < 3 else ())
-    old = _snapshot_built_here(learner, version, lacked, ("field_selected_weights",)
+    old = _snapshot_built_here(learner, version, lacked, ("number_context",)
+                               + (("field_selected_weights",) if version < 6 else ())
                                + (("indirect_context",) if version < 5 else ())
                                + (("field_column_context",) if version < 4 else ()) + (MIXER_SETTINGS if version < 3 else ()))
     restored = OnlineLearner.from_bytes(old)
     assert restored.config == cfg and restored.state.fields.size == 0 and restored.state.followers.size == 0
-    assert restored.state.fsel_w.size == 0
+    assert restored.state.fsel_w.size == 0 and restored.state.number_table.size == 0
     assert np.array_equal(restored.learn(x[700:]), learner.learn(x[700:]))
     # an older snapshot that claims what its version did not have is refused
     if version < 3:
@@ -483,14 +485,17 @@ def test_an_older_snapshot_restores_without_what_it_did_not_have_and_continues_e
     if version < 5:
         with pytest.raises(ValueError, match="cannot hold a field column" if version < 4 else "field column of seqd 0.3"):
             OnlineLearner.from_bytes(_snapshot_built_here(fielded, version, lacked if version < 4 else
-                                                          snapshot.NEW_IN_5 + snapshot.NEW_IN_6, ()))
+                                                          snapshot.NEW_IN_5 + snapshot.NEW_IN_6 + snapshot.NEW_IN_7, ()))
         indirect = OnlineLearner(dataclasses.replace(cfg, indirect_context=True))
         with pytest.raises(ValueError, match="cannot hold an indirect source"):
             OnlineLearner.from_bytes(_snapshot_built_here(indirect, version, lacked, ()))
-    if version >= 3:
+    if 3 <= version < 6:
         both = OnlineLearner(dataclasses.replace(cfg, field_column_context=True, field_selected_weights=True))
         with pytest.raises(ValueError, match="cannot hold field-selected weights|field column"):
             OnlineLearner.from_bytes(_snapshot_built_here(both, version, lacked, ()))
+    numbered = OnlineLearner(dataclasses.replace(cfg, number_context=True))
+    with pytest.raises(ValueError, match="cannot hold a number source"):
+        OnlineLearner.from_bytes(_snapshot_built_here(numbered, version, lacked, ()))
 
 
 def test_from_bytes_rejects_damaged_snapshots():
