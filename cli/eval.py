@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import resource
 import sys
 import time
@@ -72,12 +73,14 @@ def evaluate_file(path: Path, config: OnlineConfig, progress=None) -> dict:
     learner = OnlineLearner(config)
     total_bits = 0.0
     cpu = 0.0
+    impossible = 0  # symbols the model gave probability 0: an infinite code length
     for start in range(0, len(data), CHUNK):
         chunk = data[start:start + CHUNK]
         t0 = time.process_time()
         bits = learner.learn(chunk)
         cpu += time.process_time() - t0
         total_bits += float(bits.sum())
+        impossible += int((bits == math.inf).sum())
         if progress is not None:
             progress(path, start + len(chunk), len(data), total_bits)
     return {
@@ -89,7 +92,19 @@ def evaluate_file(path: Path, config: OnlineConfig, progress=None) -> dict:
         "bytes_per_second": len(data) / cpu if cpu > 0 else float("inf"),
         "learner_state_bytes": learner.state_bytes,
         "stats": learner.stats,
+        "impossible_symbols": impossible,
     }
+
+
+def _json_safe(value):
+    """``value`` with every non-finite float as None: JSON has no infinity or NaN."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
 
 
 def _progress_line() -> Callable:
@@ -114,6 +129,11 @@ def _eval(args) -> int:
     show = _progress_line() if (sys.stderr.isatty() and not args.json) else None
     OnlineLearner(config).learn(b"warm up")  # compile (or load) the kernels outside the timings
     results = [evaluate_file(p, config, show) for p in paths]
+    for r in results:
+        if r["impossible_symbols"]:
+            print(f"seqd eval: {r['file']}: the model gave {r['impossible_symbols']} symbol(s) probability 0, so "
+                  "its code length is infinite (a .sqd file still codes them: the coder gives every symbol a "
+                  "nonzero share)", file=sys.stderr)
     total_bytes = sum(r["bytes"] for r in results)
     total_bits = sum(r["bits"] for r in results)
     total_cpu = sum(r["cpu_seconds"] for r in results)
@@ -124,7 +144,8 @@ def _eval(args) -> int:
         "peak_rss_bytes": peak,
     }
     if args.json:
-        json.dump({"config": dataclasses.asdict(config), "files": results, "overall": overall}, sys.stdout, indent=1)
+        json.dump(_json_safe({"config": dataclasses.asdict(config), "files": results, "overall": overall}),
+                  sys.stdout, indent=1, allow_nan=False)  # infinite code lengths and rates as null
         print()
         return 0
     width = max(len(p.name) for p in paths)

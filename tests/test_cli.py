@@ -62,6 +62,30 @@ def test_eval_reports_the_learners_code_length(tmp_path, capsys):
     assert out["files"][0]["bits"] == pytest.approx(float(np.sum(expected)), rel=1e-12)
 
 
+def test_eval_json_stays_json_when_a_code_length_is_infinite(tmp_path, capsys, monkeypatch):
+    """A model that gives a symbol probability 0 has an infinite code length: --json prints null (JSON has no
+    infinity) and the count of such symbols, and stderr says what happened."""
+    import numpy as np
+
+    import seqd.cli.eval as eval_module
+
+    class Certain(eval_module.OnlineLearner):  # the learner's bits, with the first symbol given probability 0
+        def learn(self, x):
+            bits = super().learn(x)
+            bits[0] = np.inf
+            return bits
+
+    monkeypatch.setattr(eval_module, "OnlineLearner", Certain)
+    path = tmp_path / "app.log"
+    path.write_bytes(b"GET /index.html 200\n" * 20)
+    assert main(["eval", str(path), "--units", "3", "--context-bits", "10", "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out, parse_constant=lambda name: pytest.fail(f"not JSON: {name}"))
+    (result,) = out["files"]
+    assert result["bits"] is None and result["bits_per_byte"] is None and result["impossible_symbols"] == 1
+    assert out["overall"]["bits"] is None and "probability 0" in captured.err and str(path) in captured.err
+
+
 def test_eval_errors_are_one_line(tmp_path, capsys):
     empty = tmp_path / "empty.log"
     empty.write_bytes(b"")
