@@ -1,4 +1,4 @@
-"""What the commands show a person at a terminal: a progress line on standard error, and sizes.
+"""What the commands show: a progress line on standard error, sizes, and JSON that stays JSON.
 
 A progress line is only drawn when standard error is a terminal (and the
 command is not asked to be quiet or to print JSON): it is rewritten in place
@@ -104,3 +104,15 @@ def parse_size(text: str) -> int:
     """
     t = text.strip().lower().removesuffix("b")
     return int(float(t[:-1]) * SIZE_UNITS[t[-1]]) if t and t[-1] in SIZE_UNITS else int(t)
+
+
+def json_safe(value):
+    """``value`` with every non-finite float as None, for ``--json`` output: JSON has no infinity or NaN
+    (a model that gave a symbol probability 0 has an infinite code length)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value

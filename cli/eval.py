@@ -15,7 +15,7 @@ from pathlib import Path
 from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online.config import SELECTED_STEPS
 
-from ._display import StatusLine
+from ._display import StatusLine, json_safe
 
 CHUNK = 1 << 16
 
@@ -96,17 +96,6 @@ def evaluate_file(path: Path, config: OnlineConfig, progress=None) -> dict:
     }
 
 
-def _json_safe(value):
-    """``value`` with every non-finite float as None: JSON has no infinity or NaN."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    return value
-
-
 def _progress_line() -> Callable:
     """A progress display for ``evaluate_file``: a file's share done and its bits per byte so far."""
     line = StatusLine(enabled=True)
@@ -144,7 +133,7 @@ def _eval(args) -> int:
         "peak_rss_bytes": peak,
     }
     if args.json:
-        json.dump(_json_safe({"config": dataclasses.asdict(config), "files": results, "overall": overall}),
+        json.dump(json_safe({"config": dataclasses.asdict(config), "files": results, "overall": overall}),
                   sys.stdout, indent=1, allow_nan=False)  # infinite code lengths and rates as null
         print()
         return 0

@@ -12,6 +12,7 @@ import json
 from seqd.clients.results import ServerStats
 
 from ._client import add_connection_flags, connect, one_line_errors
+from ._display import json_safe
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -26,7 +27,7 @@ def _stats(args) -> int:
         st = client.stats(args.stream)
     raw = dict(st.raw)
     if args.json:
-        print(json.dumps(raw))
+        print(json.dumps(json_safe(raw), allow_nan=False))  # an infinite code length as null
         return 0
     if isinstance(st, ServerStats):
         raw["streams"] = ", ".join(st.streams) or "-"

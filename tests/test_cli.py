@@ -86,6 +86,16 @@ def test_eval_json_stays_json_when_a_code_length_is_infinite(tmp_path, capsys, m
     assert out["overall"]["bits"] is None and "probability 0" in captured.err and str(path) in captured.err
 
 
+def test_json_output_has_no_infinity_or_nan():
+    from seqd.cli._display import json_safe
+
+    value = {"bits": float("inf"), "rate": float("nan"), "ok": True, "n": 3, "x": 0.5,
+             "recent": [1.0, float("-inf")], "pair": (2.0, float("inf")), "nested": {"bits": float("inf")}}
+    assert json_safe(value) == {"bits": None, "rate": None, "ok": True, "n": 3, "x": 0.5, "recent": [1.0, None],
+                                "pair": [2.0, None], "nested": {"bits": None}}
+    json.dumps(json_safe(value), allow_nan=False)
+
+
 def test_eval_errors_are_one_line(tmp_path, capsys):
     empty = tmp_path / "empty.log"
     empty.write_bytes(b"")
