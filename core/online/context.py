@@ -91,8 +91,9 @@ import math
 import numpy as np
 
 from ..jit import inline_kernel, kernel
-from ..kernels.elementary import log1p_of, log_of
+from ..kernels.elementary import log1p_of
 from .hashing import EMPTY, absorb, finalize, hashed, log2_ceil, slot_and_tag
+from .hits import credit, log_odds
 from .numbers import NUMBER_CONTEXTS, number_vote, observe_number
 
 # source kinds (OnlineState.ctx_kind[s, 0]; ctx_kind[s, 1] is the order for ORDER)
@@ -310,9 +311,7 @@ def features(st, cap, bits, offset, width):
                 H = st.hist.shape[0]
                 predicted = np.int64(st.hist[st.ctx_int[MATCH_PTR] % H])
                 b = _match_bucket(length)
-                hits = st.match_stats[0, b]
-                tries = st.match_stats[1, b]
-                _add_feature(st, s, st.code_of[predicted], log_of(st.numerics, (hits + 0.5) / (tries - hits + 0.5)))
+                _add_feature(st, s, st.code_of[predicted], log_odds(st.numerics, st.match_stats, b))
                 if selected:
                     st.sel_row[s] = (1 + min(b, SELECTING_BUCKETS - 2)) * (S + 1) + st.sel_row[S]
             continue
@@ -401,14 +400,8 @@ def observe(st, symbol, limit, match_min):
         if kind == MATCH:
             length = st.ctx_int[MATCH_LEN]
             if length > 0:
-                b = _match_bucket(length)
-                st.match_stats[1, b] += 1
                 hit = np.int64(st.hist[st.ctx_int[MATCH_PTR] % H]) == symbol
-                if hit:
-                    st.match_stats[0, b] += 1
-                if st.match_stats[1, b] >= limit:
-                    st.match_stats[0, b] = (st.match_stats[0, b] + 1) // 2
-                    st.match_stats[1, b] = (st.match_stats[1, b] + 1) // 2
+                credit(st.match_stats, _match_bucket(length), hit, limit)
                 if hit:
                     st.ctx_int[MATCH_LEN] = length + 1
                     st.ctx_int[MATCH_PTR] += 1

@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import inline_kernel
-from ..kernels.elementary import log_of
 from .hashing import log2_ceil
+from .hits import credit, log_odds
 
 # the number source: one table per context length (the symbols before a number's first digit), the longer first
 # (context._observe_numbers hashes them from the shortest up)
@@ -77,11 +77,9 @@ def number_vote(st):
             continue
         position = min(k, NUMBER_POSITIONS - 2) if k < length else NUMBER_POSITIONS - 1
         bucket = position + NUMBER_POSITIONS * st.number_int[j, N_STREAK]
-        hits = st.number_stats[j, 0, bucket]
-        tries = st.number_stats[j, 1, bucket]
         st.number_int[j, N_VOTED] = predicted
         st.number_int[j, N_BUCKET] = bucket
-        return code, log_of(st.numerics, (hits + 0.5) / (tries - hits + 0.5)), position
+        return code, log_odds(st.numerics, st.number_stats[j], bucket), position
     return np.int64(0), 0.0, np.int64(0)
 
 
@@ -99,13 +97,7 @@ def observe_number(st, j, symbol, key, limit):
     least the last one's length.
     """
     if st.number_int[j, N_VOTED] >= 0:
-        b = st.number_int[j, N_BUCKET]
-        st.number_stats[j, 1, b] += 1
-        if st.number_int[j, N_VOTED] == symbol:
-            st.number_stats[j, 0, b] += 1
-        if st.number_stats[j, 1, b] >= limit:
-            st.number_stats[j, 0, b] = (st.number_stats[j, 0, b] + 1) // 2
-            st.number_stats[j, 1, b] = (st.number_stats[j, 1, b] + 1) // 2
+        credit(st.number_stats[j], st.number_int[j, N_BUCKET], st.number_int[j, N_VOTED] == symbol, limit)
     T = st.number_table.shape[1]
     k = st.number_int[j, N_RUN]
     if 48 <= symbol <= 57:

@@ -134,6 +134,12 @@ def _inconsistent(what: str) -> ValueError:
     return ValueError(f"learner snapshot is inconsistent: {what}")
 
 
+def _counts_out_of_range(stats: np.ndarray, limit: int) -> bool:
+    """Whether hit counts (``stats[..., 0, :]`` hits, ``stats[..., 1, :]`` tries; ``hits.credit``) are impossible."""
+    hits, tries = stats[..., 0, :], stats[..., 1, :]
+    return bool(np.any(hits < 0) or np.any(hits > tries) or np.any(tries >= max(limit, 1)))
+
+
 def _check_indices(config: OnlineConfig, state: OnlineState) -> None:
     """Indices the kernels use without bounds checks must be in range."""
     n = int(state.counts[ACTIVE])
@@ -189,8 +195,7 @@ def _check_context(config: OnlineConfig, state: OnlineState) -> None:
     length, ptr = int(ints[MATCH_LEN]), int(ints[MATCH_PTR])
     if length < 0 or (length > 0 and not max(t - H, -1) < ptr < t):
         raise _inconsistent("the match model follows a position outside the history")
-    hits, tries = state.match_stats
-    if np.any(hits < 0) or np.any(hits > tries) or np.any(tries >= max(config.count_limit, 1)):
+    if _counts_out_of_range(state.match_stats, config.count_limit):
         raise _inconsistent("the match model's statistics are out of range")
     if state.match_table.size and (state.match_table.min() < 0 or int(state.match_table.max()) > t + 1):
         raise _inconsistent("the match table holds positions beyond the stream")
@@ -234,7 +239,6 @@ def _check_numbers(config: OnlineConfig, state: OnlineState) -> None:
             or ints[:, N_BUCKET].min() < 0 or ints[:, N_BUCKET].max() >= NUMBER_BUCKETS
             or ints[:, N_STREAK].min() < 0 or ints[:, N_STREAK].max() > NUMBER_STREAK):
         raise _inconsistent("the number source's current number is out of range")
-    hits, tries = state.number_stats[:, 0], state.number_stats[:, 1]
-    if np.any(hits < 0) or np.any(hits > tries) or np.any(tries >= max(config.count_limit, 1)):
+    if _counts_out_of_range(state.number_stats, config.count_limit):
         raise _inconsistent("the number source's statistics are out of range")
 
