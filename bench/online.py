@@ -266,10 +266,7 @@ def tasks_table(args) -> str:
     for task, train_size, opts in runs:
         train = tasks.generate(task, np.random.default_rng([0, 0]), train_size, **opts)
         valid = tasks.generate(task, np.random.default_rng([0, 1]), None, **opts)
-        learner = OnlineLearner(OnlineConfig(**{**config.__dict__, "alphabet_cap": len(train.alphabet)}))
-        learner.learn(train.symbols)
-        bits = learner.learn(valid.symbols)
-        code = float((bits * valid.predict_mask).sum())  # bits on the scored positions
+        bits, regret = _streamed(config, train, valid)
         a, b = train.text.encode(), valid.text.encode()
         ppmd = 8 * (len(pyppmd.compress(a + b, max_order=16, mem_size=256 << 20))
                     - len(pyppmd.compress(a, max_order=16, mem_size=256 << 20)))
@@ -279,9 +276,9 @@ def tasks_table(args) -> str:
             err = f"{100 * np.mean(bits[mask] >= 1.0):.1f}%"
             ppmd_cell = "—"
         what = f"{len(train)} symbols" + ("" if train_size is None else f" ({train_size} {'blocks' if task == 'anbn' else 'lines'})")
-        print(f"{task} {what}: regret {code + valid.true_log2_likelihood:.1f}", flush=True)
+        print(f"{task} {what}: regret {regret:.1f}", flush=True)
         lines.append(f"| {task}{' T=20' if task == 'xor' else ''} | {what} | {len(valid)} | {-valid.true_log2_likelihood:.1f} | "
-                     f"{code + valid.true_log2_likelihood:.1f} | {ppmd_cell} | {err} |")
+                     f"{regret:.1f} | {ppmd_cell} | {err} |")
     lines.append("")
     lines.append("One learner streams the training sequence once and then the validation sequence; the validation "
                  "part's prequential code length minus the true model's is the regret (seed 000's protocol for its "
@@ -290,6 +287,15 @@ def tasks_table(args) -> str:
                  "the error column is the fraction of those bits given probability <= 1/2.")
     lines += ["", *_anbn_seeds_table(config)]
     return "\n".join(lines)
+
+
+def _streamed(config: OnlineConfig, train, valid) -> tuple[np.ndarray, float]:
+    """One learner (``config`` over the task's alphabet) streams ``train`` then ``valid``: the validation
+    sequence's code lengths, and its regret (bits on the scored positions minus the true model's)."""
+    learner = OnlineLearner(replace(config, alphabet_cap=len(train.alphabet)))
+    learner.learn(train.symbols)
+    bits = learner.learn(valid.symbols)
+    return bits, float((bits * valid.predict_mask).sum()) + valid.true_log2_likelihood
 
 
 ANBN_SEEDS = range(5)
@@ -305,10 +311,7 @@ def _anbn_seeds_table(config: OnlineConfig) -> list[str]:
         train = tasks.generate("anbn", np.random.default_rng([0, 0]), blocks)
         cells = []
         for seed in ANBN_SEEDS:
-            learner = OnlineLearner(replace(config, alphabet_cap=len(train.alphabet), seed=seed))
-            learner.learn(train.symbols)
-            bits = learner.learn(valid.symbols)
-            cells.append(float((bits * valid.predict_mask).sum()) + valid.true_log2_likelihood)
+            cells.append(_streamed(replace(config, seed=seed), train, valid)[1])
             print(f"anbn {blocks} blocks, seed {seed}: regret {cells[-1]:.1f}", flush=True)
         lines.append(f"| {blocks} | " + " | ".join(f"{c:,.0f}" for c in cells) + " |")
     lines += ["", "aⁿbⁿ validation regret (bits) as above, with the learner's `seed` (the draw of its initial "
@@ -381,9 +384,7 @@ def byte_model_cost(data: bytes, name: str) -> list[str]:
     no_units = _cpu(OnlineLearner.from_bytes(without_units.to_bytes()).learn, data)
     st = OnlineLearner.from_bytes(trained.to_bytes())
     sources = _cpu(sources_only, st.state, st._flags, x)
-    us = lambda s: 1e6 * s / n  # noqa: E731
-    lines = [f"The byte model (`OnlineConfig.bytes_default()`) on {name}, a second pass as above:", "",
-             "| part | µs per byte | share |", "|---|---:|---:|"]
+    lines = [f"The byte model (`OnlineConfig.bytes_default()`) on {name}, a second pass as above:", ""]
     parts = [
         ("context sources: find each context, read its counts, count the symbol (`context.py`)", sources),
         ("the mixing: softmax, the context and selected weights' steps, the units' writing weights "
@@ -391,8 +392,14 @@ def byte_model_cost(data: bytes, name: str) -> list[str]:
         (f"the {BYTES.units} recurrent units: state evolution and the window step (`window.py`; the model "
          "with units=0 subtracted)", total - no_units),
     ]
-    for label, seconds in parts:
-        lines.append(f"| {label} | {us(seconds):.2f} | {100 * seconds / total:.0f}% |")
+    return lines + _time_table(parts, total, n)
+
+
+def _time_table(parts, total: float, n: int) -> list[str]:
+    """Rows of (label, CPU seconds) over ``n`` bytes as µs per byte and share of ``total``, then the total."""
+    us = lambda s: 1e6 * s / n  # noqa: E731
+    lines = ["| part | µs per byte | share |", "|---|---:|---:|"]
+    lines += [f"| {label} | {us(seconds):.2f} | {100 * seconds / total:.0f}% |" for label, seconds in parts]
     lines.append(f"| **total** | **{us(total):.2f}** ({n / total:.0f} bytes/s) | 100% |")
     return lines
 
@@ -414,8 +421,7 @@ def cost(args) -> str:
     hyper, flags = config.hyper(), config.flags()
     x = np.frombuffer(data, dtype=np.uint8).astype(np.int64)
     n = len(x)
-    trained = OnlineLearner(config)
-    trained.learn(data)  # steady state: the whole alphabet is active
+    trained = _trained(config, data)  # steady state: the whole alphabet is active
     copy = lambda: OnlineState(*(np.array(a, copy=True) for a in trained.state))  # noqa: E731
     run = _drivers()
     run(copy(), hyper, flags, x[:10], True)
@@ -427,18 +433,15 @@ def cost(args) -> str:
     width = int(st.counts[ACTIVE]) + 1
     reps = n // (config.window + 1)
     gradient = _cpu(lambda: [window_gradient(st, hyper, flags, width) for _ in range(reps)])
-    us = lambda s: 1e6 * s / n  # noqa: E731
     lines = [f"Cost per byte on {name} ({n} bytes, a second pass of a learner that has seen it once), "
-             "one core, CPU time:", "", "| part | µs per byte | share |", "|---|---:|---:|"]
+             "one core, CPU time:", ""]
     parts = [
         ("prediction and state evolution (eqs. 6, 13)", forward),
         ("writing-weight update (discounted QDH, eqs. 17-21)", writing),
         ("window BPTT and RBPM modulus, gradients, Sherman-Morrison metric updates (eqs. 22-26)", gradient),
         ("window step: block solves, replay, accept/reject (eqs. 27-28, seed 000 §2 rule)", total - forward - writing - gradient),
     ]
-    for label, seconds in parts:
-        lines.append(f"| {label} | {us(seconds):.2f} | {100 * seconds / total:.0f}% |")
-    lines.append(f"| **total** | **{us(total):.2f}** ({n / total:.0f} bytes/s) | 100% |")
+    lines += _time_table(parts, total, n)
     lines += ["", *byte_model_cost(data, name)]
     # cost and memory against stream length: one learner over the logs, back to back, several times
     stream = b"".join(f.read_bytes() for f in files) if files else data * 8
