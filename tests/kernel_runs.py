@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from naive import Case
@@ -11,6 +13,13 @@ from seqd.core.kernels.forward import allocate, forward
 from seqd.core.kernels.network import Network
 from seqd.core.kernels.transition import TransitionSums, accumulate_transition
 from seqd.core.kernels.writing import accumulate_writing
+
+
+def with_state(kernel, st, *rest):
+    """Call an online-learner kernel whose leading parameters are arrays of the state ``st``, named as its fields
+    (the kernels take the arrays they use one by one), followed by ``rest``."""
+    names = list(inspect.signature(kernel.py_func).parameters)
+    return kernel(*(getattr(st, name) for name in names[:len(names) - len(rest)]), *rest)
 
 
 def k_network(c: Case, tau=None, rho=None) -> Network:

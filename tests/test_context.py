@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 
 import naive
+from kernel_runs import with_state
 from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online import snapshot
 from seqd.core.online.context import (
@@ -62,7 +63,7 @@ from seqd.core.online.numbers import LENGTH as NUMBER_LENGTH
 from seqd.core.online.numbers import N_BUCKET, N_KEY, N_PREDICTED, N_RUN, N_VOTED, NUMBER_CONTEXTS
 from seqd.core.online.numbers import TAG as NUMBER_TAG
 from seqd.core.online.config import SELECTED_STEPS, H
-from seqd.core.online.writing import context_writing_update, selected_writing_update, writing_update
+from seqd.core.online.writing import context_writing_update, selected_writing_update, writing_step
 from seqd.core.online.state import ACTIVE, ETA_W, SYMBOLS, OnlineState, new_state
 
 REL = 1e-12
@@ -236,7 +237,7 @@ def compare_with_reference(cfg, x, references, check_all=True):
     for t, symbol in enumerate(int(v) for v in x):
         width = int(st.counts[ACTIVE]) + 1
         assert not st.feat.any() and int(st.ctx_int[NNZ]) == 0  # cleared between symbols
-        features(st, cap, cfg.context_bits, offset, width)
+        with_state(features, st, cap, cfg.context_bits, offset, width)
         got = kernel_features(st)
         for r, (ref, storage) in enumerate(zip(references, storages)):
             for s in hashed:
@@ -276,13 +277,13 @@ def compare_with_reference(cfg, x, references, check_all=True):
                     int(st.ctx_int[MATCH_LEN]) == ref.match_length
                 if not agree:
                     first_disagreement[r] = t
-        clear_features(st)
+        with_state(clear_features, st)
         if st.code_of[symbol] == 0:
             activate_symbol(st, hyper, flags, symbol)
         if cfg.number_context:
             for storage in storages:
                 storage.store_number(st, symbol)
-        observe(st, symbol, cfg.count_limit, cfg.match_min)
+        with_state(observe, st, symbol, cfg.count_limit, cfg.match_min)
         if m and t + 1 >= m:  # the match table's slot is the one that now holds this position, the latest
             slot = int(st.match_table.argmax())
             assert st.match_table[slot] == t + 2
@@ -652,7 +653,8 @@ def test_writing_update_with_silent_context_units_is_the_plain_one(first):
     pi_t[first:width] = np.exp(logits[first:]) / np.exp(logits[first:]).sum()
     w_before = ctx.ctx_w.copy()
     for st, cfg in ((plain, plain_cfg), (ctx, ctx_cfg)):
-        writing_update(st, cfg.hyper(), cfg.flags(), a_t, pi_t, 3, first, width)
+        with_state(writing_step, st, int(st.counts[SYMBOLS]), st.reals[ETA_W], cfg.hyper(), cfg.flags(), a_t, pi_t, 3,
+                   first, width)
     for name in ("w", "h0", "hd"):
         assert np.array_equal(getattr(plain, name), getattr(ctx, name)), name
     # the context blocks of the listed codes did step (towards the prior's centre), the others did not
@@ -714,7 +716,7 @@ def test_context_writing_update_matches_a_dense_inverse(seed):
     curv, err = _random_votes(st, rng, listed, width)
     before = {name: np.array(getattr(st, name), copy=True) for name in ("ctx_P", "ctx_w", "ctx_updates")}
     err_after, curv_after = err.copy(), curv.copy()
-    context_writing_update(st, hyper, curv_after, err_after)
+    with_state(context_writing_update, st, int(st.counts[SYMBOLS]), st.reals[ETA_W], hyper, curv_after, err_after)
     voted = sorted({y for _, y in listed})
     for y in range(width):
         if y not in voted:  # untouched
@@ -778,7 +780,7 @@ def test_the_mixers_step_matches_a_dense_reference(seed, step, field):
         field=(before["fsel_h"][q], before["fsel_w"][q]) if field else None)
     P, h, u_after, err_want = out[:4]
     err_after = err.copy()
-    selected_writing_update(st, hyper, flags, curv, err_after)
+    with_state(selected_writing_update, st, hyper, flags, curv, err_after)
     np.testing.assert_allclose(st.sel_P[k], P, rtol=1e-10, atol=1e-10 * np.abs(P).max())
     assert np.array_equal(st.sel_P[k], st.sel_P[k].T)
     np.testing.assert_allclose(st.sel_h[active], h, rtol=1e-12)

@@ -1,6 +1,6 @@
 """The online learner's own steps against references written from the paper (seed 000).
 
-1. the writing step (``writing_update``: eqs. 17-21 online, with the prior)
+1. the writing step (``writing_step``: eqs. 17-21 online, with the prior)
    against ``naive.online_writing_step``, which keeps each symbol's discounted
    Fisher matrix densely, and, with context units, the context weights' block
    step before it against ``naive.context_block_update`` (a dense inverse of
@@ -20,6 +20,7 @@ import pytest
 
 import contract
 import naive
+from kernel_runs import with_state
 from seqd.core.model import ModelSpec, initialize
 from seqd.core.online import OnlineConfig
 
@@ -27,8 +28,8 @@ from seqd.core.online import OnlineConfig
 from seqd.core.online.context import NNZ
 from seqd.core.online.alphabet import activate_symbol, unit_uniform
 from seqd.core.online.steps import predict_step
-from seqd.core.online.writing import writing_update
-from seqd.core.online.state import ACTIVE, WINDOW_POS, OnlineState, new_state
+from seqd.core.online.writing import writing_step
+from seqd.core.online.state import ACTIVE, ETA_W, SYMBOLS, WINDOW_POS, OnlineState, new_state
 
 REL = 1e-12
 
@@ -89,7 +90,8 @@ def test_writing_step_is_the_dense_discounted_newton_step(entry):
                     config.writing_discount, config.context_prior, config.context_weight, eta, st.ctx_updates[y])
             w, h0, hd = naive.online_writing_step(st.w, st.h0, st.hd, st.a[k], pi, target, first, width,
                                                   config.writing_discount, config.writing_prior, eta, err)
-            writing_update(st, hyper, flags, st.a[k], st.pi[k], target, first, width)
+            with_state(writing_step, st, int(st.counts[SYMBOLS]), st.reals[ETA_W], hyper, flags, st.a[k], st.pi[k],
+                       target, first, width)
             close(st.w, w)
             close(st.h0, h0)
             close(st.hd, hd)

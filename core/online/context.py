@@ -86,15 +86,13 @@ default; the per-symbol weights then step on the error that remains.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..jit import inline_kernel, kernel
 from ..kernels.elementary import log1p_of
-from .hashing import EMPTY, absorb, finalize, hashed, log2_ceil, slot_and_tag
+from .hashing import EMPTY, absorb, finalize, hashed, history, log2_ceil, slot_and_tag
 from .hits import credit, log_odds
-from .numbers import NUMBER_CONTEXTS, number_vote, observe_number
+from .numbers import number_vote, observe_numbers
 
 # source kinds (OnlineState.ctx_kind[s, 0]; ctx_kind[s, 1] is the order for ORDER)
 ORDER, COLUMN, WORD, MATCH, FIELD_COLUMN, INDIRECT, NUMBER = 0, 1, 2, 3, 4, 5, 6
@@ -118,19 +116,6 @@ FIELD_SELECTING_ROWS = 32
 
 
 @inline_kernel
-def _history(st, back):
-    """The symbol ``back`` steps before now (1 = the last one), or EMPTY before the stream began.
-
-    The ring holds the last H symbols, so ``back`` must be at most H (``OnlineConfig`` refuses longer orders).
-    """
-    t = st.ctx_int[POS]
-    if back > t:
-        return np.int64(EMPTY)
-    H = st.hist.shape[0]
-    return np.int64(st.hist[(t - back) % H])
-
-
-@inline_kernel
 def _is_word_symbol(s):
     return (48 <= s <= 57) or (65 <= s <= 90) or (97 <= s <= 122) or s >= 128
 
@@ -144,70 +129,57 @@ def _match_bucket(length):
 
 
 @kernel
-def locate(st, bits):
+def locate(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, bits):
     """Find every hashed source's slot for the current position (ctx_slot, ctx_found)."""
-    S = st.ctx_kind.shape[0]
+    S = ctx_kind.shape[0]
     max_order = 0
     for s in range(S):
-        if st.ctx_kind[s, 0] == ORDER and st.ctx_kind[s, 1] > max_order:
-            max_order = st.ctx_kind[s, 1]
+        if ctx_kind[s, 0] == ORDER and ctx_kind[s, 1] > max_order:
+            max_order = ctx_kind[s, 1]
     h = np.uint64(0)
     done = 0
     for s in range(S):
-        kind = st.ctx_kind[s, 0]
+        kind = ctx_kind[s, 0]
         if kind == MATCH or kind == NUMBER:
             continue
         if kind == ORDER:
-            k = st.ctx_kind[s, 1]
+            k = ctx_kind[s, 1]
             while done < k:  # orders are increasing: extend the running hash of the last symbols
                 done += 1
-                h = absorb(h, hashed(_history(st, done)))
+                h = absorb(h, hashed(history(hist, ctx_int[POS], done)))
             key = h ^ np.uint64(k)
         elif kind == COLUMN:
-            col = st.ctx_int[POS] - st.ctx_int[LINE_START]
+            col = ctx_int[POS] - ctx_int[LINE_START]
             above = np.int64(EMPTY)
             # the symbol above is LINE_START - PREV_LINE_START <= H steps back (observe keeps only such lines)
-            if col < st.ctx_int[PREV_LINE_LEN]:
-                H = st.hist.shape[0]
-                above = np.int64(st.hist[(st.ctx_int[PREV_LINE_START] + col) % H])
+            if col < ctx_int[PREV_LINE_LEN]:
+                H = hist.shape[0]
+                above = np.int64(hist[(ctx_int[PREV_LINE_START] + col) % H])
             key = absorb(absorb(np.uint64(0x1234), min(col, 1023)), hashed(above))
         elif kind == FIELD_COLUMN:
             # fields[0, f]: where field f of this line starts; fields[1, f]: of the previous line, whose
             # field f ends one before fields[1, f + 1] (a separator, or the newline); fields[1, -1]: its fields
-            f = min(st.ctx_int[FIELD], FIELD_SLOTS - 1)
-            pos = st.ctx_int[POS] - st.fields[0, f]
+            f = min(ctx_int[FIELD], FIELD_SLOTS - 1)
+            pos = ctx_int[POS] - fields[0, f]
             above = np.int64(EMPTY)
-            H = st.hist.shape[0]
-            if f < st.fields[1, FIELD_SLOTS + 1]:
-                at = st.fields[1, f] + pos
-                if at < st.fields[1, f + 1] - 1 and st.ctx_int[POS] - at <= H:
-                    above = np.int64(st.hist[at % H])
-            st.fields[0, ABOVE] = above
+            H = hist.shape[0]
+            if f < fields[1, FIELD_SLOTS + 1]:
+                at = fields[1, f] + pos
+                if at < fields[1, f + 1] - 1 and ctx_int[POS] - at <= H:
+                    above = np.int64(hist[at % H])
+            fields[0, ABOVE] = above
             key = absorb(absorb(absorb(absorb(np.uint64(0x4321), f), min(pos, 255)), hashed(above)),
-                          st.fields[0, SAME])
+                          fields[0, SAME])
         elif kind == INDIRECT:
-            last = _history(st, 1)
-            follower = st.followers[_follower_index(last, _history(st, 2))]
+            last = history(hist, ctx_int[POS], 1)
+            follower = followers[_follower_index(last, history(hist, ctx_int[POS], 2))]
             key = absorb(absorb(np.uint64(0x8765), hashed(last)), follower)
         else:  # WORD
-            key = absorb(absorb(np.uint64(0x5678), min(st.ctx_int[FIELD], 255)), st.ctx_int[WORD_HASH])
+            key = absorb(absorb(np.uint64(0x5678), min(ctx_int[FIELD], 255)), ctx_int[WORD_HASH])
         slot, tag = slot_and_tag(key, s, bits)
-        st.ctx_slot[s] = slot
-        st.ctx_found[s] = 1 if st.ctx_tag[s, slot] == tag else 0
-        st.ctx_want[s] = tag
-
-
-@inline_kernel
-def _observe_numbers(st, symbol, limit):
-    """Each number table sees ``symbol`` and, after a non-digit, the context a number starting next has there."""
-    digit = 48 <= symbol <= 57  # no number starts after a digit: the key goes unread
-    h = absorb(np.uint64(0x2468), hashed(symbol))  # its last NUMBER_CONTEXTS[j] symbols: one hash, shortest up
-    done = 1
-    for j in range(st.number_int.shape[0] - 1, -1, -1):
-        while not digit and done < NUMBER_CONTEXTS[j]:
-            h = absorb(h, hashed(_history(st, done)))
-            done += 1
-        observe_number(st, j, symbol, finalize(h), limit)
+        ctx_slot[s] = slot
+        ctx_found[s] = 1 if ctx_tag[s, slot] == tag else 0
+        ctx_want[s] = tag
 
 
 @inline_kernel
@@ -217,18 +189,18 @@ def _follower_index(last, before):
 
 
 @inline_kernel
-def _order0(st, symbol, cap):
-    """Krichevsky-Trofimov order-0 probability of a symbol."""
-    return (st.order0[symbol] + 0.5) / (st.ctx_int[ORDER0_TOTAL] + 0.5 * cap)
+def _order0(order0, total, symbol, cap):
+    """Krichevsky-Trofimov order-0 probability of a symbol, from its count and the ``total`` count."""
+    return (order0[symbol] + 0.5) / (total + 0.5 * cap)
 
 
 @inline_kernel
-def _add_feature(st, s, code, value):
-    n = st.ctx_int[NNZ]
-    st.feat[s, code] = value
-    st.feat_nz[n, 0] = s
-    st.feat_nz[n, 1] = code
-    st.ctx_int[NNZ] = n + 1
+def _add_feature(feat, feat_nz, ctx_int, s, code, value):
+    n = ctx_int[NNZ]
+    feat[s, code] = value
+    feat_nz[n, 0] = s
+    feat_nz[n, 1] = code
+    ctx_int[NNZ] = n + 1
 
 
 @inline_kernel
@@ -252,9 +224,9 @@ def _count_state(n, u):
 
 
 @inline_kernel
-def _field_selecting_row(st):
+def _field_selecting_row(hist, ctx_int, fields):
     """The field-selected weights' row for the next symbol (FIELD_SELECTING_ROWS; the field column's state)."""
-    last = _history(st, 1)
+    last = history(hist, ctx_int[POS], 1)
     kind = 3
     if 48 <= last <= 57:
         kind = 0
@@ -262,231 +234,238 @@ def _field_selecting_row(st):
         kind = 1
     elif last == 32 or last == 9 or last == NEWLINE:
         kind = 2
-    f = min(st.ctx_int[FIELD], FIELD_SLOTS - 1)
-    position = min(st.ctx_int[POS] - st.fields[0, f], 3)
-    return st.fields[0, SAME] * 16 + position * 4 + kind
+    f = min(ctx_int[FIELD], FIELD_SLOTS - 1)
+    position = min(ctx_int[POS] - fields[0, f], 3)
+    return fields[0, SAME] * 16 + position * 4 + kind
 
 
 @kernel
-def features(st, cap, bits, offset, width):
+def features(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, ctx_cnt, ctx_sym,
+             order0, acc, acc_list, acc_mark, match_stats, number_int, number_digits, number_stats, code_of, numerics,
+             feat, feat_nz, ctx_w, sel_w, sel_row, fsel_w, fsel_row, cap, bits, offset, width):
     """The context units' activities for the next symbol, and their votes.
 
-    Writes x_s(y) into ``st.feat`` (listing the non-zero entries in
-    ``st.feat_nz``) and ``offset[y] = sum_s x_s(y) c_sy`` over the active
+    Writes x_s(y) into ``feat`` (listing the non-zero entries in
+    ``feat_nz``) and ``offset[y] = sum_s x_s(y) c_sy`` over the active
     codes ``y < width``, plus ``x_s(y) u[r_s, s]`` with the selected weights
-    (their rows r_s, then the block k, in ``st.sel_row``) and ``x_s(y) v[q, s]``
-    with the field-selected ones (their row q in ``st.fsel_row``).
+    (their rows r_s, then the block k, in ``sel_row``) and ``x_s(y) v[q, s]``
+    with the field-selected ones (their row q in ``fsel_row``).
     """
-    locate(st, bits)
-    S = st.ctx_kind.shape[0]
-    M = st.ctx_sym.shape[2]
-    st.ctx_int[NNZ] = 0
-    selected = st.sel_w.shape[0] > 0
+    locate(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, bits)
+    S = ctx_kind.shape[0]
+    M = ctx_sym.shape[2]
+    ctx_int[NNZ] = 0
+    selected = sel_w.shape[0] > 0
     if selected:
         found = 0
         for s in range(S):
-            if st.ctx_kind[s, 0] != MATCH and st.ctx_kind[s, 0] != NUMBER:
-                found += st.ctx_found[s]
+            if ctx_kind[s, 0] != MATCH and ctx_kind[s, 0] != NUMBER:
+                found += ctx_found[s]
         for s in range(S):
-            st.sel_row[s] = found  # state 0 until the source votes: silent
-        st.sel_row[S] = found
-    field_selected = st.fsel_w.shape[0] > 0
+            sel_row[s] = found  # state 0 until the source votes: silent
+        sel_row[S] = found
+    field_selected = fsel_w.shape[0] > 0
     if field_selected:
-        st.fsel_row[0] = _field_selecting_row(st)
+        fsel_row[0] = _field_selecting_row(hist, ctx_int, fields)
     # the interpolated chain: acc(y) = scale * p_0(y) + extra[y], with extra kept sparse
     scale = 1.0
     n_list = 0
     for s in range(S):
-        kind = st.ctx_kind[s, 0]
+        kind = ctx_kind[s, 0]
         if kind == NUMBER:
-            code, value, position = number_vote(st)
+            code, value, position = number_vote(number_int, number_digits, number_stats, code_of,
+                                                     numerics)
             if code > 0:
-                _add_feature(st, s, code, value)
+                _add_feature(feat, feat_nz, ctx_int, s, code, value)
                 if selected:
-                    st.sel_row[s] = (1 + min(position, SELECTING_BUCKETS - 2)) * (S + 1) + st.sel_row[S]
+                    sel_row[s] = (1 + min(position, SELECTING_BUCKETS - 2)) * (S + 1) + sel_row[S]
             continue
         if kind == MATCH:
-            length = st.ctx_int[MATCH_LEN]
+            length = ctx_int[MATCH_LEN]
             if length > 0:
-                H = st.hist.shape[0]
-                predicted = np.int64(st.hist[st.ctx_int[MATCH_PTR] % H])
+                H = hist.shape[0]
+                predicted = np.int64(hist[ctx_int[MATCH_PTR] % H])
                 b = _match_bucket(length)
-                _add_feature(st, s, st.code_of[predicted], log_odds(st.numerics, st.match_stats, b))
+                _add_feature(feat, feat_nz, ctx_int, s, code_of[predicted], log_odds(numerics, match_stats, b))
                 if selected:
-                    st.sel_row[s] = (1 + min(b, SELECTING_BUCKETS - 2)) * (S + 1) + st.sel_row[S]
+                    sel_row[s] = (1 + min(b, SELECTING_BUCKETS - 2)) * (S + 1) + sel_row[S]
             continue
-        if st.ctx_found[s] == 0:
+        if ctx_found[s] == 0:
             continue
-        slot = st.ctx_slot[s]
+        slot = ctx_slot[s]
         n = 0
         u = 0
         for e in range(M):
-            c = np.int64(st.ctx_cnt[s, slot, e])
+            c = np.int64(ctx_cnt[s, slot, e])
             if c > 0:
                 n += c
                 u += 1
         if u == 0:
             continue
         if selected:
-            st.sel_row[s] = _count_state(n, u) * (S + 1) + st.sel_row[S]
+            sel_row[s] = _count_state(n, u) * (S + 1) + sel_row[S]
         if kind == ORDER:
             for e in range(M):
-                c = np.int64(st.ctx_cnt[s, slot, e])
+                c = np.int64(ctx_cnt[s, slot, e])
                 if c > 0:
-                    y = np.int64(st.ctx_sym[s, slot, e])
-                    below = scale * _order0(st, y, cap) + st.acc[y]
-                    _add_feature(st, s, st.code_of[y], log1p_of(st.numerics, c / (u * below)))
+                    y = np.int64(ctx_sym[s, slot, e])
+                    below = scale * _order0(order0, ctx_int[ORDER0_TOTAL], y, cap) + acc[y]
+                    _add_feature(feat, feat_nz, ctx_int, s, code_of[y], log1p_of(numerics, c / (u * below)))
             lam = u / (n + u)
             scale *= lam
             for q in range(n_list):
-                st.acc[st.acc_list[q]] *= lam
+                acc[acc_list[q]] *= lam
             for e in range(M):
-                c = np.int64(st.ctx_cnt[s, slot, e])
+                c = np.int64(ctx_cnt[s, slot, e])
                 if c > 0:
-                    y = np.int64(st.ctx_sym[s, slot, e])
-                    if st.acc_mark[y] == 0:
-                        st.acc_mark[y] = 1
-                        st.acc_list[n_list] = y
+                    y = np.int64(ctx_sym[s, slot, e])
+                    if acc_mark[y] == 0:
+                        acc_mark[y] = 1
+                        acc_list[n_list] = y
                         n_list += 1
-                    st.acc[y] += c / (n + u)
+                    acc[y] += c / (n + u)
         else:
             for e in range(M):
-                c = np.int64(st.ctx_cnt[s, slot, e])
+                c = np.int64(ctx_cnt[s, slot, e])
                 if c > 0:
-                    y = np.int64(st.ctx_sym[s, slot, e])
-                    _add_feature(st, s, st.code_of[y], log1p_of(st.numerics, c / (u * _order0(st, y, cap))))
+                    y = np.int64(ctx_sym[s, slot, e])
+                    _add_feature(feat, feat_nz, ctx_int, s, code_of[y], log1p_of(numerics, c / (u * _order0(order0,
+                                 ctx_int[ORDER0_TOTAL], y, cap))))
     for q in range(n_list):
-        y = st.acc_list[q]
-        st.acc[y] = 0.0
-        st.acc_mark[y] = 0
+        y = acc_list[q]
+        acc[y] = 0.0
+        acc_mark[y] = 0
     for y in range(width):
         offset[y] = 0.0
-    for q in range(st.ctx_int[NNZ]):
-        s = st.feat_nz[q, 0]
-        y = st.feat_nz[q, 1]
-        weight = st.ctx_w[s, y]
+    for q in range(ctx_int[NNZ]):
+        s = feat_nz[q, 0]
+        y = feat_nz[q, 1]
+        weight = ctx_w[s, y]
         if selected:
-            weight += st.sel_w[st.sel_row[s], s]
+            weight += sel_w[sel_row[s], s]
             if field_selected:
-                weight += st.fsel_w[st.fsel_row[0], s]
-        offset[y] += st.feat[s, y] * weight
+                weight += fsel_w[fsel_row[0], s]
+        offset[y] += feat[s, y] * weight
 
 
 @kernel
-def clear_features(st):
+def clear_features(ctx_int, feat, feat_nz):
     """Zero the entries ``features`` wrote (the feature array stays all-zero between symbols)."""
-    for q in range(st.ctx_int[NNZ]):
-        st.feat[st.feat_nz[q, 0], st.feat_nz[q, 1]] = 0.0
-    st.ctx_int[NNZ] = 0
+    for q in range(ctx_int[NNZ]):
+        feat[feat_nz[q, 0], feat_nz[q, 1]] = 0.0
+    ctx_int[NNZ] = 0
 
 
 @kernel
-def observe(st, symbol, limit, match_min):
+def observe(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, ctx_cnt, ctx_sym,
+            order0, match_stats, match_table, number_int, number_digits, number_table, number_stats, symbol, limit,
+            match_min):
     """Count ``symbol`` in every source's current context, then append it to the history.
 
     The slots were found by ``features`` (``locate``) for this position.  A
     slot holding another context is taken over; a full slot gives up its
     least counted entry; a count reaching ``limit`` halves the slot's counts.
     """
-    S = st.ctx_kind.shape[0]
-    M = st.ctx_sym.shape[2]
-    H = st.hist.shape[0]
-    t = st.ctx_int[POS]
+    S = ctx_kind.shape[0]
+    M = ctx_sym.shape[2]
+    H = hist.shape[0]
+    t = ctx_int[POS]
     for s in range(S):
-        kind = st.ctx_kind[s, 0]
+        kind = ctx_kind[s, 0]
         if kind == NUMBER:
-            _observe_numbers(st, symbol, limit)
+            observe_numbers(hist, t, number_int, number_digits, number_table, number_stats, symbol,
+                             limit)
             continue
         if kind == MATCH:
-            length = st.ctx_int[MATCH_LEN]
+            length = ctx_int[MATCH_LEN]
             if length > 0:
-                hit = np.int64(st.hist[st.ctx_int[MATCH_PTR] % H]) == symbol
-                credit(st.match_stats, _match_bucket(length), hit, limit)
+                hit = np.int64(hist[ctx_int[MATCH_PTR] % H]) == symbol
+                credit(match_stats, _match_bucket(length), hit, limit)
                 if hit:
-                    st.ctx_int[MATCH_LEN] = length + 1
-                    st.ctx_int[MATCH_PTR] += 1
+                    ctx_int[MATCH_LEN] = length + 1
+                    ctx_int[MATCH_PTR] += 1
                 else:
-                    st.ctx_int[MATCH_LEN] = 0
+                    ctx_int[MATCH_LEN] = 0
             continue
-        slot = st.ctx_slot[s]
-        if st.ctx_found[s] == 0:
-            st.ctx_tag[s, slot] = st.ctx_want[s]
+        slot = ctx_slot[s]
+        if ctx_found[s] == 0:
+            ctx_tag[s, slot] = ctx_want[s]
             for e in range(M):
-                st.ctx_cnt[s, slot, e] = 0
-                st.ctx_sym[s, slot, e] = 0
+                ctx_cnt[s, slot, e] = 0
+                ctx_sym[s, slot, e] = 0
         where = -1
         weakest = 0
         for e in range(M):
-            c = st.ctx_cnt[s, slot, e]
-            if c > 0 and np.int64(st.ctx_sym[s, slot, e]) == symbol:
+            c = ctx_cnt[s, slot, e]
+            if c > 0 and np.int64(ctx_sym[s, slot, e]) == symbol:
                 where = e
                 break
-            if c < st.ctx_cnt[s, slot, weakest]:
+            if c < ctx_cnt[s, slot, weakest]:
                 weakest = e
         if where < 0:
             where = weakest
-            st.ctx_sym[s, slot, where] = symbol
-            st.ctx_cnt[s, slot, where] = 0
-        c = np.int64(st.ctx_cnt[s, slot, where]) + 1
-        st.ctx_cnt[s, slot, where] = c
+            ctx_sym[s, slot, where] = symbol
+            ctx_cnt[s, slot, where] = 0
+        c = np.int64(ctx_cnt[s, slot, where]) + 1
+        ctx_cnt[s, slot, where] = c
         if c >= limit:
             for e in range(M):
-                st.ctx_cnt[s, slot, e] = (np.int64(st.ctx_cnt[s, slot, e]) + 1) // 2
-    st.order0[symbol] += 1
-    st.ctx_int[ORDER0_TOTAL] += 1
-    if st.followers.shape[0] > 0:  # the indirect source: this symbol followed the last two
-        st.followers[_follower_index(_history(st, 1), _history(st, 2))] = symbol + 1
-    if st.fields.shape[0] > 0 and symbol != st.fields[0, ABOVE]:
-        st.fields[0, SAME] = 0
+                ctx_cnt[s, slot, e] = (np.int64(ctx_cnt[s, slot, e]) + 1) // 2
+    order0[symbol] += 1
+    ctx_int[ORDER0_TOTAL] += 1
+    if followers.shape[0] > 0:  # the indirect source: this symbol followed the last two
+        followers[_follower_index(history(hist, ctx_int[POS], 1), history(hist, ctx_int[POS], 2))] = symbol + 1
+    if fields.shape[0] > 0 and symbol != fields[0, ABOVE]:
+        fields[0, SAME] = 0
     # history and line structure
-    st.hist[t % H] = symbol
+    hist[t % H] = symbol
     t += 1
-    st.ctx_int[POS] = t
+    ctx_int[POS] = t
     if symbol == NEWLINE:
-        st.ctx_int[PREV_LINE_START] = st.ctx_int[LINE_START]
+        ctx_int[PREV_LINE_START] = ctx_int[LINE_START]
         # the symbols of a line are read line length + 1 steps back: a line of H symbols or more has
         # left the ring, and the next line has nothing above it
-        length = t - 1 - st.ctx_int[LINE_START]
-        st.ctx_int[PREV_LINE_LEN] = length if length < H else 0
-        st.ctx_int[LINE_START] = t
-        if st.fields.shape[0] > 0:  # the line's field starts become the previous line's
-            n = min(st.ctx_int[FIELD], FIELD_SLOTS - 1) + 1
+        length = t - 1 - ctx_int[LINE_START]
+        ctx_int[PREV_LINE_LEN] = length if length < H else 0
+        ctx_int[LINE_START] = t
+        if fields.shape[0] > 0:  # the line's field starts become the previous line's
+            n = min(ctx_int[FIELD], FIELD_SLOTS - 1) + 1
             for f in range(n):
-                st.fields[1, f] = st.fields[0, f]
-            st.fields[1, n] = t
-            st.fields[1, FIELD_SLOTS + 1] = n
-            st.fields[0, 0] = t
-            st.fields[0, SAME] = 1
-        st.ctx_int[FIELD] = 0
-        st.ctx_int[WORD_HASH] = 0
+                fields[1, f] = fields[0, f]
+            fields[1, n] = t
+            fields[1, FIELD_SLOTS + 1] = n
+            fields[0, 0] = t
+            fields[0, SAME] = 1
+        ctx_int[FIELD] = 0
+        ctx_int[WORD_HASH] = 0
     elif symbol == 32 or symbol == 9:
-        st.ctx_int[FIELD] += 1
-        if st.fields.shape[0] > 0 and st.ctx_int[FIELD] < FIELD_SLOTS:
-            st.fields[0, st.ctx_int[FIELD]] = t
-            st.fields[0, SAME] = 1
-        st.ctx_int[WORD_HASH] = 0
+        ctx_int[FIELD] += 1
+        if fields.shape[0] > 0 and ctx_int[FIELD] < FIELD_SLOTS:
+            fields[0, ctx_int[FIELD]] = t
+            fields[0, SAME] = 1
+        ctx_int[WORD_HASH] = 0
     elif _is_word_symbol(symbol):
-        st.ctx_int[WORD_HASH] = np.int64(absorb(np.uint64(st.ctx_int[WORD_HASH]), symbol) >> np.uint64(1))
+        ctx_int[WORD_HASH] = np.int64(absorb(np.uint64(ctx_int[WORD_HASH]), symbol) >> np.uint64(1))
     else:
-        st.ctx_int[WORD_HASH] = 0
+        ctx_int[WORD_HASH] = 0
     # the match model's table: the position after the last match_min symbols
     if match_min > 0 and t >= match_min:
         h = np.uint64(0)
         for back in range(1, match_min + 1):
-            h = absorb(h, np.int64(st.hist[(t - back) % H]))
-        T = st.match_table.shape[0]
+            h = absorb(h, np.int64(hist[(t - back) % H]))
+        T = match_table.shape[0]
         where = np.int64(finalize(h) >> np.uint64(64 - log2_ceil(T)))
-        if st.ctx_int[MATCH_LEN] == 0:
-            candidate = st.match_table[where] - 1  # stored + 1, so 0 means empty
+        if ctx_int[MATCH_LEN] == 0:
+            candidate = match_table[where] - 1  # stored + 1, so 0 means empty
             if candidate >= 0 and candidate < t and t - candidate < H:
                 # verify backwards, only over positions still in the ring (t - H and later): what
                 # lies before the candidate further back than that has been overwritten
                 oldest = t - H if t > H else 0
                 length = 0
                 while length < MATCH_VERIFY and length < candidate - oldest and \
-                        st.hist[(candidate - 1 - length) % H] == st.hist[(t - 1 - length) % H]:
+                        hist[(candidate - 1 - length) % H] == hist[(t - 1 - length) % H]:
                     length += 1
                 if length >= match_min:
-                    st.ctx_int[MATCH_LEN] = length
-                    st.ctx_int[MATCH_PTR] = candidate
-        st.match_table[where] = t + 1
+                    ctx_int[MATCH_LEN] = length
+                    ctx_int[MATCH_PTR] = candidate
+        match_table[where] = t + 1

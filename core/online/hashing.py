@@ -68,3 +68,16 @@ def log2_ceil(n):
     while (np.int64(1) << b) < n:
         b += 1
     return b
+
+
+@inline_kernel
+def history(hist, t, back):
+    """The symbol ``back`` steps before position ``t`` (1 = the last one), or EMPTY before the stream began.
+
+    The ring ``hist`` holds the last H symbols, so ``back`` must be at most H (``OnlineConfig`` refuses longer
+    orders).
+    """
+    if back > t:
+        return np.int64(EMPTY)
+    H = hist.shape[0]
+    return np.int64(hist[(t - back) % H])

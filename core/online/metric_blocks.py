@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 
-from ..jit import kernel
+from ..jit import inline_kernel
 from ..kernels.transition import quasi_diagonal_block
 
 
-@kernel
+@inline_kernel
 def _sherman_morrison(P, u, work):
     """P <- (P^-1 + u u^T)^-1 in place, exactly symmetric."""
     D = u.shape[0]
@@ -30,7 +30,7 @@ def _sherman_morrison(P, u, work):
     _symmetric_downdate(P, work, 1.0 / denom)
 
 
-@kernel
+@inline_kernel
 def _sherman_morrison_coordinate(P, k, mass, work):
     """P <- (P^-1 + mass e_k e_k^T)^-1 in place: the rank-one update along a coordinate axis."""
     D = P.shape[0]
@@ -39,7 +39,7 @@ def _sherman_morrison_coordinate(P, k, mass, work):
     _symmetric_downdate(P, work, mass / (1.0 + mass * work[k]))
 
 
-@kernel
+@inline_kernel
 def _symmetric_downdate(P, z, scale):
     """P <- P - scale z z^T, one product per pair, mirrored: rounding cannot make P asymmetric."""
     D = P.shape[0]
@@ -51,7 +51,7 @@ def _symmetric_downdate(P, z, scale):
             P[c, r] = v
 
 
-@kernel
+@inline_kernel
 def metric_contribution(block, u, weight, discount, prior, updates, quasi_diagonal, work):
     """Add weight * u u^T to a block's discounted metric, keeping a prior mass on its diagonal.
 
@@ -83,7 +83,7 @@ def metric_contribution(block, u, weight, discount, prior, updates, quasi_diagon
     _sherman_morrison_coordinate(block, updates % D, D * discount * prior, work[:D])
 
 
-@kernel
+@inline_kernel
 def block_step(block, grad, quasi_diagonal, out):
     """out = M^-1 grad for one block: P grad (full) or the quasi-diagonal inverse (eqs. 34-35)."""
     D = grad.shape[0]

@@ -24,11 +24,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import inline_kernel
-from .hashing import log2_ceil
+from .hashing import absorb, finalize, hashed, history, log2_ceil
 from .hits import credit, log_odds
 
 # the number source: one table per context length (the symbols before a number's first digit), the longer first
-# (context._observe_numbers hashes them from the shortest up)
+# (observe_numbers hashes them from the shortest up)
 NUMBER_CONTEXTS = (9, 4)
 NUMBER_DIGITS = 18  # longest number it follows (its value stays below 10^18)
 NUMBER_STREAK = 3  # right predictions in a row a table entry counts up to
@@ -54,7 +54,7 @@ def _number_slot(key, T):
 
 
 @inline_kernel
-def number_vote(st):
+def number_vote(number_int, number_digits, number_stats, code_of, numerics):
     """The number source's vote for the next symbol: (code, activity, position), code 0 for none.
 
     The longer context's prediction first, else the shorter one's.  A
@@ -63,78 +63,78 @@ def number_vote(st):
     time) with the log-odds log((hits + 1/2) / (misses + 1/2)) of its table's
     bucket: the position voted for, and the streak of the entry it came from.
     """
-    tables = st.number_int.shape[0]
+    tables = number_int.shape[0]
     for j in range(tables):
-        st.number_int[j, N_VOTED] = -1
+        number_int[j, N_VOTED] = -1
     for j in range(tables):
-        length = st.number_int[j, N_PREDICTED]
-        k = st.number_int[j, N_RUN]
-        if length <= 0 or st.number_int[j, N_ON_TRACK] == 0 or k > length:
+        length = number_int[j, N_PREDICTED]
+        k = number_int[j, N_RUN]
+        if length <= 0 or number_int[j, N_ON_TRACK] == 0 or k > length:
             continue
-        predicted = st.number_digits[j, k]
-        code = st.code_of[predicted]
+        predicted = number_digits[j, k]
+        code = code_of[predicted]
         if code == 0:  # a symbol not seen yet has no code to vote for
             continue
         position = min(k, NUMBER_POSITIONS - 2) if k < length else NUMBER_POSITIONS - 1
-        bucket = position + NUMBER_POSITIONS * st.number_int[j, N_STREAK]
-        st.number_int[j, N_VOTED] = predicted
-        st.number_int[j, N_BUCKET] = bucket
-        return code, log_odds(st.numerics, st.number_stats[j], bucket), position
+        bucket = position + NUMBER_POSITIONS * number_int[j, N_STREAK]
+        number_int[j, N_VOTED] = predicted
+        number_int[j, N_BUCKET] = bucket
+        return code, log_odds(numerics, number_stats[j], bucket), position
     return np.int64(0), 0.0, np.int64(0)
 
 
 @inline_kernel
-def observe_number(st, j, symbol, key, limit):
+def observe_number(number_int, number_digits, number_table, number_stats, j, symbol, key, limit):
     """Table j of the number source sees ``symbol``; ``key`` is the context a number starting next would have.
 
     Its vote is credited to its bucket; a digit extends the current run (and
     takes the prediction off track if it differs); the symbol that ends a run
     stores the number under the context it started after (last, change,
     length, the symbol after it, the streak of right predictions); after any
-    other symbol, the last symbols (hashed by ``context._observe_numbers``)
+    other symbol, the last symbols (hashed by ``observe_numbers``)
     are the context of a number that may start next (``key``), and what the
     table holds for them is its prediction: last + change, written with at
     least the last one's length.
     """
-    if st.number_int[j, N_VOTED] >= 0:
-        credit(st.number_stats[j], st.number_int[j, N_BUCKET], st.number_int[j, N_VOTED] == symbol, limit)
-    T = st.number_table.shape[1]
-    k = st.number_int[j, N_RUN]
+    if number_int[j, N_VOTED] >= 0:
+        credit(number_stats[j], number_int[j, N_BUCKET], number_int[j, N_VOTED] == symbol, limit)
+    T = number_table.shape[1]
+    k = number_int[j, N_RUN]
     if 48 <= symbol <= 57:
-        length = st.number_int[j, N_PREDICTED]
-        if length > 0 and (k >= length or st.number_digits[j, k] != symbol):
-            st.number_int[j, N_ON_TRACK] = 0
+        length = number_int[j, N_PREDICTED]
+        if length > 0 and (k >= length or number_digits[j, k] != symbol):
+            number_int[j, N_ON_TRACK] = 0
         if k < NUMBER_DIGITS:
-            st.number_int[j, N_VALUE] = st.number_int[j, N_VALUE] * 10 + (symbol - 48)
-        st.number_int[j, N_RUN] = k + 1
+            number_int[j, N_VALUE] = number_int[j, N_VALUE] * 10 + (symbol - 48)
+        number_int[j, N_RUN] = k + 1
         return
     if k > 0:  # a number ended: keep it under the context it started after
-        if k <= NUMBER_DIGITS and st.number_int[j, N_KEYED] == 1:
-            slot, tag = _number_slot(np.uint64(st.number_int[j, N_KEY]), T)
-            value = st.number_int[j, N_VALUE]
-            if st.number_table[j, slot, TAG] == tag:
-                if value == st.number_table[j, slot, LAST] + st.number_table[j, slot, CHANGE]:
-                    st.number_table[j, slot, STREAK] = min(st.number_table[j, slot, STREAK] + 1, NUMBER_STREAK)
+        if k <= NUMBER_DIGITS and number_int[j, N_KEYED] == 1:
+            slot, tag = _number_slot(np.uint64(number_int[j, N_KEY]), T)
+            value = number_int[j, N_VALUE]
+            if number_table[j, slot, TAG] == tag:
+                if value == number_table[j, slot, LAST] + number_table[j, slot, CHANGE]:
+                    number_table[j, slot, STREAK] = min(number_table[j, slot, STREAK] + 1, NUMBER_STREAK)
                 else:
-                    st.number_table[j, slot, STREAK] = 0
-                st.number_table[j, slot, CHANGE] = value - st.number_table[j, slot, LAST]
+                    number_table[j, slot, STREAK] = 0
+                number_table[j, slot, CHANGE] = value - number_table[j, slot, LAST]
             else:
-                st.number_table[j, slot, TAG] = tag
-                st.number_table[j, slot, CHANGE] = 0
-                st.number_table[j, slot, STREAK] = 0
-            st.number_table[j, slot, LAST] = value
-            st.number_table[j, slot, LENGTH] = k
-            st.number_table[j, slot, AFTER] = symbol
-        st.number_int[j, N_RUN] = 0
-        st.number_int[j, N_VALUE] = 0
+                number_table[j, slot, TAG] = tag
+                number_table[j, slot, CHANGE] = 0
+                number_table[j, slot, STREAK] = 0
+            number_table[j, slot, LAST] = value
+            number_table[j, slot, LENGTH] = k
+            number_table[j, slot, AFTER] = symbol
+        number_int[j, N_RUN] = 0
+        number_int[j, N_VALUE] = 0
     # a number may start next, after the context `key`
-    st.number_int[j, N_KEY] = np.int64(key)
-    st.number_int[j, N_KEYED] = 1
-    st.number_int[j, N_PREDICTED] = -1
+    number_int[j, N_KEY] = np.int64(key)
+    number_int[j, N_KEYED] = 1
+    number_int[j, N_PREDICTED] = -1
     slot, tag = _number_slot(key, T)
-    if st.number_table[j, slot, TAG] != tag:
+    if number_table[j, slot, TAG] != tag:
         return
-    value = st.number_table[j, slot, LAST] + st.number_table[j, slot, CHANGE]
+    value = number_table[j, slot, LAST] + number_table[j, slot, CHANGE]
     if value < 0:
         return
     n = 1
@@ -142,14 +142,31 @@ def observe_number(st, j, symbol, key, limit):
     while v > 0:
         n += 1
         v //= 10
-    n = max(n, st.number_table[j, slot, LENGTH])
+    n = max(n, number_table[j, slot, LENGTH])
     if n > NUMBER_DIGITS:
         return
     v = value
     for i in range(n):
-        st.number_digits[j, n - 1 - i] = 48 + v % 10
+        number_digits[j, n - 1 - i] = 48 + v % 10
         v //= 10
-    st.number_digits[j, n] = st.number_table[j, slot, AFTER]
-    st.number_int[j, N_PREDICTED] = n
-    st.number_int[j, N_ON_TRACK] = 1
-    st.number_int[j, N_STREAK] = st.number_table[j, slot, STREAK]
+    number_digits[j, n] = number_table[j, slot, AFTER]
+    number_int[j, N_PREDICTED] = n
+    number_int[j, N_ON_TRACK] = 1
+    number_int[j, N_STREAK] = number_table[j, slot, STREAK]
+
+
+@inline_kernel
+def observe_numbers(hist, t, number_int, number_digits, number_table, number_stats, symbol, limit):
+    """Each number table sees ``symbol`` and, after a non-digit, the context a number starting next has there.
+
+    ``hist`` and ``t`` are the history ring and the position (``hashing.history``), the other arrays this
+    source's own.
+    """
+    digit = 48 <= symbol <= 57  # no number starts after a digit: the key goes unread
+    h = absorb(np.uint64(0x2468), hashed(symbol))  # its last NUMBER_CONTEXTS[j] symbols: one hash, shortest up
+    done = 1
+    for j in range(number_int.shape[0] - 1, -1, -1):
+        while not digit and done < NUMBER_CONTEXTS[j]:
+            h = absorb(h, hashed(history(hist, t, done)))
+            done += 1
+        observe_number(number_int, number_digits, number_table, number_stats, j, symbol, finalize(h), limit)

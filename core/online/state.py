@@ -2,7 +2,10 @@
 
 The state is a flat set of NumPy arrays (a named tuple, so one argument
 carries it into the Numba kernels) sized by the configuration only: nothing
-in it grows with the length of the stream.
+in it grows with the length of the stream.  A compiled call counts a
+reference on every array of a tuple argument, so the kernels run for every
+symbol (context sources, writing step, metric blocks) take the arrays they
+use one by one instead (``docs/architecture.md``).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import numpy as np
 
 from ..initialization import initial_potentials, logistic_potentials
 from ..jit import inline_kernel
-from ..kernels.elementary import NUMERICS, atanh, logistic, tanh
+from ..kernels.elementary import NUMERICS, logistic, tanh
 from ..kernels.network import Network
 from ..model import random_graph
 from .config import F, H, OnlineConfig
@@ -109,9 +112,9 @@ class OnlineState(NamedTuple):
 
 
 @inline_kernel
-def network(st, hyper, flags):
+def network(inputs, tau, numerics, hyper, flags):
     """The learner's network as the shared kernels read it: gated, no input weights (``kernels.network``)."""
-    return Network(st.inputs, st.tau, st.tau[0, :0, 0:0], hyper[H.leak], True, flags[F.activation_code], st.numerics)
+    return Network(inputs, tau, tau[0, :0, 0:0], hyper[H.leak], True, flags[F.activation_code], numerics)
 
 
 def new_state(config: OnlineConfig) -> OnlineState:

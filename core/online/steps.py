@@ -20,9 +20,9 @@ from ..kernels.forward import evolve_into, softmax_offset_into
 from .alphabet import RETIRED_ESCAPE_BIAS, activate_symbol
 from .config import F
 from .context import clear_features, features, observe
-from .state import ACTIVE, SYMBOLS, WINDOW_POS, network
+from .state import ACTIVE, ETA_W, SYMBOLS, WINDOW_POS, network
 from .window import window_update
-from .writing import writing_update
+from .writing import writing_step
 
 
 @kernel
@@ -50,7 +50,11 @@ def predict_step(st, flags):
     k = st.counts[WINDOW_POS]
     width = st.counts[ACTIVE] + 1
     if st.ctx_kind.shape[0] > 0:
-        features(st, flags[F.alphabet_cap], flags[F.context_bits], st.offset[k], width)
+        features(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
+                 st.ctx_want, st.ctx_cnt, st.ctx_sym, st.order0, st.acc, st.acc_list, st.acc_mark, st.match_stats,
+                 st.number_int, st.number_digits, st.number_stats, st.code_of, st.numerics, st.feat, st.feat_nz,
+                 st.ctx_w, st.sel_w, st.sel_row, st.fsel_w, st.fsel_row, flags[F.alphabet_cap], flags[F.context_bits],
+                 st.offset[k], width)
     softmax_offset_into(st.a[k], st.w[:, :width], st.offset[k], st.pi[k, :width], st.numerics)
     return width
 
@@ -67,13 +71,19 @@ def learn_step(st, hyper, flags, symbol):
     pi_t = st.pi[k]
     code = st.code_of[symbol]
     target = code
-    writing_update(st, hyper, flags, a_t, pi_t, target, 1 if st.counts[ACTIVE] == cap else 0, width)
+    first = 1 if st.counts[ACTIVE] == cap else 0
+    writing_step(st.w, st.h0, st.hd, st.scratch, st.sel_w, st.sel_row, st.sel_h, st.sel_P, st.sel_updates, st.fsel_w,
+                 st.fsel_row, st.fsel_h, st.ctx_w, st.ctx_P, st.ctx_updates, st.ctx_updated, st.feat, st.feat_nz,
+                 st.ctx_int, st.ctx_work, st.counts[SYMBOLS], st.reals[ETA_W], hyper, flags, a_t, pi_t, target, first,
+                 width)
     if code == 0:
         code = activate_symbol(st, hyper, flags, symbol)
         width += 1
     if st.ctx_kind.shape[0] > 0:
-        clear_features(st)
-        observe(st, symbol, flags[F.count_limit], flags[F.match_min])
+        clear_features(st.ctx_int, st.feat, st.feat_nz)
+        observe(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
+                st.ctx_want, st.ctx_cnt, st.ctx_sym, st.order0, st.match_stats, st.match_table, st.number_int,
+                st.number_digits, st.number_table, st.number_stats, symbol, flags[F.count_limit], flags[F.match_min])
     st.x[k] = code
     st.targets[k] = target
     st.counts[SYMBOLS] += 1
@@ -95,17 +105,21 @@ def learn_step(st, hyper, flags, symbol):
             for i in range(N1):
                 st.w[i, 0] = 0.0
             st.w[0, 0] = RETIRED_ESCAPE_BIAS
-    evolve_into(network(st, hyper, flags), st.V[k], st.a[k], code, st.V[k + 1], st.a[k + 1])
+    evolve_into(network(st.inputs, st.tau, st.numerics, hyper, flags), st.V[k], st.a[k], code, st.V[k + 1], st.a[k + 1])
     st.counts[WINDOW_POS] = k + 1
 
 
 @kernel
 def predict_into(st, flags, out):
-    """The distribution of the next symbol over the active codes (escape at 0), without learning."""
+    """The distribution of the next symbol over the active codes (escape at 0), without learning.
+
+    ``predict_step``'s prediction, copied out; the row of ``st.pi`` it uses is
+    written again before the next symbol is scored.
+    """
+    width = predict_step(st, flags)
     k = st.counts[WINDOW_POS]
-    width = st.counts[ACTIVE] + 1
+    for y in range(width):
+        out[y] = st.pi[k, y]
     if st.ctx_kind.shape[0] > 0:
-        features(st, flags[F.alphabet_cap], flags[F.context_bits], st.offset[k], width)
-        clear_features(st)
-    softmax_offset_into(st.a[k], st.w[:, :width], st.offset[k], out[:width], st.numerics)
+        clear_features(st.ctx_int, st.feat, st.feat_nz)
     return width

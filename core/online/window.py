@@ -62,7 +62,8 @@ def window_gradient(st, hyper, flags, width):
     for i in range(N1):
         st.B[K + 1, i] = 0.0
         st.m[K + 1, i] = 0.0
-    backward(network(st, hyper, flags), Scored(st.x[1:K + 1], st.targets[1:K + 1], chi[1:K + 1]), st.w[:, :width],
+    backward(network(st.inputs, st.tau, st.numerics, hyper, flags), Scored(st.x[1:K + 1], st.targets[1:K + 1], chi[1:K
+             + 1]), st.w[:, :width],
              st.a[1:K + 2], st.pi[1:K + 1, :width], flags[F.modulus], Backprop(st.B[1:K + 2], st.m[1:K + 2]),
              st.scratch[1:4, :N1])
     # a non-finite backward pass must not reach the metric blocks, where it would stay for good
@@ -93,7 +94,8 @@ def window_gradient(st, hyper, flags, width):
             for q in range(D):
                 u[q] = st.a[k, st.inputs[j, q]]
                 st.G[code, j, q] += u[q] * b
-            metric_contribution(st.metric[code, j], u, mj, hyper[H.metric_discount], hyper[H.metric_prior], st.block_updates[code, j], qd, work)
+            metric_contribution(st.metric[code, j], u, mj, hyper[H.metric_discount], hyper[H.metric_prior],
+                                st.block_updates[code, j], qd, work)
             st.block_updates[code, j] += 1
     return before, n_touched
 
@@ -135,7 +137,7 @@ def window_update(st, hyper, flags, width):
                 st.saved_tau[code, j, r] = st.tau[code, j, r]
                 st.tau[code, j, r] += eta * st.step[code, j, r]
     # replay the window's transitions with the trial weights
-    net = network(st, hyper, flags)
+    net = network(st.inputs, st.tau, st.numerics, hyper, flags)
     for i in range(N1):
         st.trial_V[0, i] = st.V[0, i]
         st.trial_a[0, i] = st.a[0, i]

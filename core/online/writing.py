@@ -10,15 +10,41 @@ voted symbol's weights with a full metric per symbol.
 
 from __future__ import annotations
 
-from ..jit import kernel
+from ..jit import inline_kernel, kernel
 from .config import BLOCK, DIAGONAL, GRADIENT, F, H
 from .context import NNZ
 from .metric_blocks import block_step, metric_contribution
-from .state import ETA_W, SYMBOLS
+
+
+@inline_kernel
+def writing_step(w, h0, hd, scratch, sel_w, sel_row, sel_h, sel_P, sel_updates, fsel_w, fsel_row, fsel_h, ctx_w, ctx_P,
+                 ctx_updates, ctx_updated, feat, feat_nz, ctx_int, ctx_work, symbols, eta, hyper, flags, a_t, pi_t,
+                 target, first, width):
+    """The writing step for one symbol: the mixer's selected weights, then each voted symbol's context weights,
+    then the network's writing weights, each on the error the ones before left (block Gauss-Seidel).
+
+    The arrays are the learner's own (``state.py``), passed one by one: a
+    kernel called once per symbol with the whole state would pay a reference
+    count for every array in it.  ``scratch[0]`` and ``scratch[1]`` receive
+    each symbol's curvature and error (``writing_step``).
+    """
+    curv = scratch[0]
+    err = scratch[1]
+    for y in range(first, width):
+        p = pi_t[y]
+        curv[y] = p * (1.0 - p)
+        err[y] = (1.0 if y == target else 0.0) - p
+    if sel_w.shape[0] > 0:
+        selected_writing_update(sel_w, sel_row, sel_h, sel_P, sel_updates, fsel_w, fsel_row, fsel_h, feat, feat_nz,
+                                ctx_int, ctx_work, hyper, flags, curv, err)
+    if ctx_w.shape[0] > 0:
+        context_writing_update(ctx_w, ctx_P, ctx_updates, ctx_updated, feat, feat_nz, ctx_int, ctx_work, symbols,
+                               eta, hyper, curv, err)
+    writing_update(w, h0, hd, scratch, eta, hyper, a_t, first, width)
 
 
 @kernel
-def writing_update(st, hyper, flags, a_t, pi_t, target, first, width):
+def writing_update(w, h0, hd, scratch, eta, hyper, a_t, first, width):
     """Discounted quasi-diagonal Newton step on w for one symbol (eqs. 17-21 online).
 
     The step minimises the discounted log-loss plus a Gaussian prior
@@ -28,43 +54,36 @@ def writing_update(st, hyper, flags, a_t, pi_t, target, first, width):
     followed a context would drive its weight to infinity (separable data),
     and a later surprise would cost without bound.
 
-    With context units, their weights step first (``context_writing_update``)
-    and the network's weights then step on the error that remains under the
-    local quadratic model, e_y - c_y * (change of y's logit): block
-    Gauss-Seidel.  Two Newton steps taken at once on the same error by
+    ``scratch[0]`` and ``scratch[1]`` hold each symbol's curvature and error
+    (``writing_step``).  With context units, their weights step first
+    (``selected_writing_update``, then ``context_writing_update``) and leave
+    in ``scratch[1]`` the error that remains under the local quadratic model,
+    e_y - c_y * (change of y's logit), for the network's weights to step on:
+    block Gauss-Seidel.  Two Newton steps taken at once on the same error by
     correlated blocks would overshoot, and can diverge.
     """
     N1 = a_t.shape[0]
     g = hyper[H.writing_discount]
     keep = 1.0 - g
     prior = g * hyper[H.writing_prior]
-    eta = st.reals[ETA_W]
     # per-symbol quantities first (unit 0), then unit by unit with the symbol loop innermost,
     # which walks w, h0 and hd along their contiguous rows
-    curv = st.scratch[0]
-    err = st.scratch[1]
-    h00 = st.scratch[2]
-    bias = st.scratch[3]
-    g0 = st.scratch[4]
+    curv = scratch[0]
+    err = scratch[1]
+    h00 = scratch[2]
+    bias = scratch[3]
+    g0 = scratch[4]
     for y in range(first, width):
-        p = pi_t[y]
-        curv[y] = p * (1.0 - p)
-        err[y] = (1.0 if y == target else 0.0) - p
-    if st.sel_w.shape[0] > 0:
-        selected_writing_update(st, hyper, flags, curv, err)
-    if st.ctx_w.shape[0] > 0:
-        context_writing_update(st, hyper, curv, err)
-    for y in range(first, width):
-        h = keep * st.hd[0, y] + prior + curv[y]
-        st.hd[0, y] = h
+        h = keep * hd[0, y] + prior + curv[y]
+        hd[0, y] = h
         h00[y] = h
-        g0[y] = err[y] - prior * st.w[0, y]
+        g0[y] = err[y] - prior * w[0, y]
         bias[y] = g0[y] / h
     for i in range(1, N1):
         ai = a_t[i]
-        w_i = st.w[i]
-        h0_i = st.h0[i]
-        hd_i = st.hd[i]
+        w_i = w[i]
+        h0_i = h0[i]
+        hd_i = hd[i]
         for y in range(first, width):
             c = curv[y]
             h0i = keep * h0_i[y] + c * ai
@@ -76,11 +95,12 @@ def writing_update(st, hyper, flags, a_t, pi_t, target, first, width):
             w_i[y] += eta * step
             bias[y] -= ratio * step
     for y in range(first, width):
-        st.w[0, y] += eta * bias[y]
+        w[0, y] += eta * bias[y]
 
 
 @kernel
-def context_writing_update(st, hyper, curv, err):
+def context_writing_update(ctx_w, ctx_P, ctx_updates, ctx_updated, feat, feat_nz, ctx_int, ctx_work, symbols, eta,
+                           hyper, curv, err):
     """Newton step on the context weights of every symbol a context unit voted for.
 
     Symbol y's context weights c_.y form one block with the full discounted
@@ -93,36 +113,36 @@ def context_writing_update(st, hyper, curv, err):
     the Newton step.  A symbol no context voted for keeps its block untouched,
     as a transition block is only discounted when it receives a contribution.
     """
-    S = st.ctx_w.shape[0]
+    S = ctx_w.shape[0]
     g = hyper[H.writing_discount]
     prior = hyper[H.context_prior]
     centre = hyper[H.context_weight]
-    eta = st.reals[ETA_W]
-    x = st.ctx_work[0, :S]
-    grad = st.ctx_work[1, :S]
-    out = st.ctx_work[2, :S]
-    work = st.ctx_work[3]
-    for q in range(st.ctx_int[NNZ]):
-        y = st.feat_nz[q, 1]
-        if st.ctx_updated[y] == st.counts[SYMBOLS] + 1:  # this symbol's block is done already
+    x = ctx_work[0, :S]
+    grad = ctx_work[1, :S]
+    out = ctx_work[2, :S]
+    work = ctx_work[3]
+    for q in range(ctx_int[NNZ]):
+        y = feat_nz[q, 1]
+        if ctx_updated[y] == symbols + 1:  # this symbol's block is done already
             continue
-        st.ctx_updated[y] = st.counts[SYMBOLS] + 1
+        ctx_updated[y] = symbols + 1
         for s in range(S):
-            x[s] = st.feat[s, y]
-        metric_contribution(st.ctx_P[y], x, curv[y], g, prior, st.ctx_updates[y], False, work)
-        st.ctx_updates[y] += 1
+            x[s] = feat[s, y]
+        metric_contribution(ctx_P[y], x, curv[y], g, prior, ctx_updates[y], False, work)
+        ctx_updates[y] += 1
         for s in range(S):
-            grad[s] = err[y] * x[s] - g * prior * (st.ctx_w[s, y] - centre)
-        block_step(st.ctx_P[y], grad, False, out)
+            grad[s] = err[y] * x[s] - g * prior * (ctx_w[s, y] - centre)
+        block_step(ctx_P[y], grad, False, out)
         change = 0.0
         for s in range(S):
-            st.ctx_w[s, y] += eta * out[s]
+            ctx_w[s, y] += eta * out[s]
             change += x[s] * out[s]
         err[y] -= curv[y] * eta * change  # what is left for the network's weights (writing_update)
 
 
 @kernel
-def selected_writing_update(st, hyper, flags, curv, err):
+def selected_writing_update(sel_w, sel_row, sel_h, sel_P, sel_updates, fsel_w, fsel_row, fsel_h, feat, feat_nz,
+                            ctx_int, ctx_work, hyper, flags, curv, err):
     """One step on the selected weights u[r_s, s] of this symbol (the mixer of ``context.py``).
 
     Every symbol's logit holds sum_s x_s(y) u[r_s, s], so the log-loss
@@ -135,7 +155,7 @@ def selected_writing_update(st, hyper, flags, curv, err):
       h <- (1 - gamma) h + g_s^2 + gamma lambda, accumulated only on the
       symbols where its row is selected, and steps by g_s / h.  A row met
       rarely keeps a small h and a large step; one met on every line settles.
-    * ``block``: one full S x S block per k (``st.sel_row[S]``, the number of
+    * ``block``: one full S x S block per k (``sel_row[S]``, the number of
       sources whose context was found), discounted sum of g g^T kept inverted
       by Sherman-Morrison (``metric_contribution``); the step is P g.  The
       block pools every row selected under that k, so a row met rarely steps
@@ -156,50 +176,50 @@ def selected_writing_update(st, hyper, flags, curv, err):
     ``err`` for the per-symbol weights (block Gauss-Seidel, as in
     ``writing_update``).
     """
-    S = st.sel_w.shape[1]
+    S = sel_w.shape[1]
     g = hyper[H.selected_discount]
     prior = hyper[H.selected_prior]
     rate = hyper[H.selected_rate]
     method = flags[F.selected_method]
-    k = st.sel_row[S]
-    gsum = st.ctx_work[0, :S]
-    grad = st.ctx_work[1, :S]
-    out = st.ctx_work[2, :S]
-    work = st.ctx_work[3]
+    k = sel_row[S]
+    gsum = ctx_work[0, :S]
+    grad = ctx_work[1, :S]
+    out = ctx_work[2, :S]
+    work = ctx_work[3]
     for s in range(S):
         gsum[s] = 0.0
-    for q in range(st.ctx_int[NNZ]):
-        s = st.feat_nz[q, 0]
-        y = st.feat_nz[q, 1]
-        gsum[s] += st.feat[s, y] * err[y]
+    for q in range(ctx_int[NNZ]):
+        s = feat_nz[q, 0]
+        y = feat_nz[q, 1]
+        gsum[s] += feat[s, y] * err[y]
     for s in range(S):
-        grad[s] = gsum[s] - g * prior * st.sel_w[st.sel_row[s], s]
+        grad[s] = gsum[s] - g * prior * sel_w[sel_row[s], s]
     if method == DIAGONAL:
         for s in range(S):
-            r = st.sel_row[s]
-            h = (1.0 - g) * st.sel_h[r, s] + gsum[s] * gsum[s] + g * prior
-            st.sel_h[r, s] = h
+            r = sel_row[s]
+            h = (1.0 - g) * sel_h[r, s] + gsum[s] * gsum[s] + g * prior
+            sel_h[r, s] = h
             out[s] = grad[s] / h
     elif method == BLOCK:
-        metric_contribution(st.sel_P[k], gsum, 1.0, g, prior, st.sel_updates[k], False, work)
-        st.sel_updates[k] += 1
-        block_step(st.sel_P[k], grad, False, out)
+        metric_contribution(sel_P[k], gsum, 1.0, g, prior, sel_updates[k], False, work)
+        sel_updates[k] += 1
+        block_step(sel_P[k], grad, False, out)
     else:
         for s in range(S):
             out[s] = grad[s]
     for s in range(S):
-        st.sel_w[st.sel_row[s], s] += rate * out[s]
-    if st.fsel_w.shape[0] > 0:  # the field-selected weights, on the same gradient (one Jacobi sweep with u)
-        q = st.fsel_row[0]
+        sel_w[sel_row[s], s] += rate * out[s]
+    if fsel_w.shape[0] > 0:  # the field-selected weights, on the same gradient (one Jacobi sweep with u)
+        q = fsel_row[0]
         for s in range(S):
-            step = gsum[s] - g * prior * st.fsel_w[q, s]
+            step = gsum[s] - g * prior * fsel_w[q, s]
             if method != GRADIENT:
-                h = (1.0 - g) * st.fsel_h[q, s] + gsum[s] * gsum[s] + g * prior
-                st.fsel_h[q, s] = h
+                h = (1.0 - g) * fsel_h[q, s] + gsum[s] * gsum[s] + g * prior
+                fsel_h[q, s] = h
                 step = step / h
-            st.fsel_w[q, s] += rate * step
+            fsel_w[q, s] += rate * step
             out[s] += step
-    for q in range(st.ctx_int[NNZ]):
-        s = st.feat_nz[q, 0]
-        y = st.feat_nz[q, 1]
-        err[y] -= curv[y] * rate * st.feat[s, y] * out[s]
+    for q in range(ctx_int[NNZ]):
+        s = feat_nz[q, 0]
+        y = feat_nz[q, 1]
+        err[y] -= curv[y] * rate * feat[s, y] * out[s]
