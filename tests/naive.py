@@ -978,6 +978,50 @@ class ContextReference:
         return {y: i + 1 for i, y in enumerate(self.seen)}
 
 
+def metric_update_in_steps(P, u, weight, discount, prior, updates, grad=None):
+    """A full metric block's update (``metric_blocks.metric_contribution``) taken one step after the other, in
+    plain Python, in place; returns P grad after it when ``grad`` is given (``block_step``).
+
+    Scale P by 1 / (1 - discount); Sherman-Morrison with s = sqrt(weight) u;
+    the coordinate update along e_k, k = updates mod D, with mass D * discount *
+    prior; each downdate computes the upper triangle and mirrors it.  The
+    kernel's three sweeps promise these very bits.
+    """
+    D = len(u)
+
+    def downdate(z, scale):
+        for r in range(D):
+            zr = z[r] * scale
+            for c in range(r, D):
+                P[r, c] = P[c, r] = P[r, c] - zr * z[c]
+
+    inv_keep = 1.0 / (1.0 - discount)
+    for r in range(D):
+        for c in range(D):
+            P[r, c] = P[r, c] * inv_keep
+    s = [float(v) * math.sqrt(weight) for v in u]
+    z, denom = [], 1.0
+    for r in range(D):
+        acc = 0.0
+        for c in range(D):
+            acc += P[r, c] * s[c]
+        z.append(acc)
+        denom += s[r] * acc
+    downdate(z, 1.0 / denom)
+    k, mass = updates % D, D * discount * prior
+    column = [P[r, k] for r in range(D)]
+    downdate(column, mass / (1.0 + mass * column[k]))
+    if grad is None:
+        return None
+    out = np.zeros(D)
+    for r in range(D):
+        acc = 0.0
+        for c in range(D):
+            acc += P[r, c] * grad[c]
+        out[r] = acc
+    return out
+
+
 def context_block_update(P, x, curv, err, w, discount, prior, centre, eta, updates):
     """One symbol's context weights after one symbol (``kernels.context_writing_update``), densely.
 

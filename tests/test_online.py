@@ -34,7 +34,7 @@ from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online import snapshot, tables
 from seqd.core.online.alphabet import activate_symbol
 from seqd.core.online.config import F, H
-from seqd.core.online.metric_blocks import block_step, metric_contribution
+from seqd.core.online.metric_blocks import block_step, contribution_and_step, metric_contribution
 from seqd.core.online.state import ACTIVE, WINDOW_POS, OnlineState, new_state
 from seqd.core.online.window import window_gradient
 
@@ -128,6 +128,29 @@ def test_sherman_morrison_single_contribution_is_exact():
     M = (1 - gamma) * lam * np.eye(D) + 1.7 * np.outer(u, u)
     M[5 % D, 5 % D] += D * gamma * lam
     close(P, np.linalg.inv(M), rel=1e-13)
+
+
+@pytest.mark.parametrize("D", [1, 2, 4, 13])
+def test_the_metric_blocks_three_sweeps_give_the_bits_of_the_steps_one_after_the_other(D):
+    """The kernel fuses the scaling, both rank-one updates and the step into three sweeps of P: the bits must
+    be those of the separate steps (naive.metric_update_in_steps), which the coder's replay depends on."""
+    rng = np.random.default_rng(D)
+    A = rng.normal(size=(D, D))
+    P0 = np.linalg.inv(A @ A.T + 0.3 * np.eye(D))
+    P0 = np.triu(P0) + np.triu(P0, 1).T  # exactly symmetric, as the kernels keep it
+    for n in range(3 * D):
+        u = rng.normal(size=D) * (rng.uniform(size=D) < 0.6)  # some sources silent, as in the byte model
+        grad = rng.normal(size=D)
+        weight, discount, prior = rng.uniform(0.01, 0.25), 2.0 ** -rng.integers(4, 13), rng.uniform(0.5, 20.0)
+        want = P0.copy()
+        want_step = naive.metric_update_in_steps(want, u, weight, discount, prior, n, grad)
+        got = P0.copy()
+        metric_contribution(got, u.copy(), weight, discount, prior, n, False, np.zeros(2 * D))
+        assert np.array_equal(got, want), f"metric_contribution, contribution {n}"
+        got, out = P0.copy(), np.zeros(D)
+        contribution_and_step(got, u.copy(), weight, discount, prior, n, grad, out, np.zeros(2 * D))
+        assert np.array_equal(got, want) and np.array_equal(out, want_step), f"contribution_and_step, {n}"
+        P0 = want
 
 
 def _qd_entries(M):

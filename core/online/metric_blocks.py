@@ -17,38 +17,62 @@ from ..kernels.transition import quasi_diagonal_block
 
 
 @inline_kernel
-def _sherman_morrison(P, u, work):
-    """P <- (P^-1 + u u^T)^-1 in place, exactly symmetric."""
+def _full_update(P, u, weight, discount, prior, updates, work, grad, out):
+    """The full block's update of ``metric_contribution`` and, if ``grad`` is not empty, out = P grad after it.
+
+    P <- P / (1 - gamma); Sherman-Morrison with s = sqrt(weight) u: z = P s,
+    P <- P - z z^T / (1 + s.z); then the coordinate update along e_k with
+    mass m (``metric_contribution``): c = column k of P, P <- P - m c c^T /
+    (1 + m c_k).  Three sweeps of P: the scaling and the product z = P s share
+    the first; c is formed from z alone, entry by entry as the first downdate
+    computes it; the last applies both downdates to each entry of the upper
+    triangle, mirrored (rounding cannot make P asymmetric), and forms P grad
+    from each finished row.  Every entry gets the same operations in the same
+    order as when the steps are taken one after the other, so the same bits
+    (``tests/naive.py``, ``metric_update_in_steps``).  ``work`` holds 2D.
+    """
     D = u.shape[0]
+    inv_keep = 1.0 / (1.0 - discount)
+    root = math.sqrt(weight)
+    z = work[:D]
+    s = work[D:2 * D]  # then c: s is not read after the first sweep
+    for r in range(D):
+        s[r] = u[r] * root
     denom = 1.0
     for r in range(D):
         acc = 0.0
         for c in range(D):
-            acc += P[r, c] * u[c]
-        work[r] = acc
-        denom += u[r] * acc
-    _symmetric_downdate(P, work, 1.0 / denom)
-
-
-@inline_kernel
-def _sherman_morrison_coordinate(P, k, mass, work):
-    """P <- (P^-1 + mass e_k e_k^T)^-1 in place: the rank-one update along a coordinate axis."""
-    D = P.shape[0]
-    for r in range(D):
-        work[r] = P[r, k]
-    _symmetric_downdate(P, work, mass / (1.0 + mass * work[k]))
-
-
-@inline_kernel
-def _symmetric_downdate(P, z, scale):
-    """P <- P - scale z z^T, one product per pair, mirrored: rounding cannot make P asymmetric."""
-    D = P.shape[0]
+            v = P[r, c] * inv_keep
+            P[r, c] = v
+            acc += v * s[c]
+        z[r] = acc
+        denom += s[r] * acc
+    scale = 1.0 / denom
+    k = updates % D
+    mass = D * discount * prior
+    col = s
+    for r in range(D):  # column k after the first downdate, which computes entry (min, max) and mirrors it
+        if r <= k:
+            col[r] = P[r, k] - (z[r] * scale) * z[k]
+        else:
+            col[r] = P[k, r] - (z[k] * scale) * z[r]
+    scale_k = mass / (1.0 + mass * col[k])
+    step = grad.shape[0] > 0
     for r in range(D):
         zr = z[r] * scale
+        cr = col[r] * scale_k
+        acc = 0.0
+        if step:
+            for c in range(r):  # rows above are finished, and mirrored into this one
+                acc += P[r, c] * grad[c]
         for c in range(r, D):
-            v = P[r, c] - zr * z[c]
+            v = (P[r, c] - zr * z[c]) - cr * col[c]
             P[r, c] = v
             P[c, r] = v
+            if step:
+                acc += v * grad[c]
+        if step:
+            out[r] = acc
 
 
 @inline_kernel
@@ -71,16 +95,13 @@ def metric_contribution(block, u, weight, discount, prior, updates, quasi_diagon
                 block[k, k] = keep * block[k, k] + weight * u[k] * u[k] + discount * prior
         block[0, 0] += discount * prior
         return
-    inv_keep = 1.0 / keep
-    for r in range(D):
-        for c in range(D):
-            block[r, c] *= inv_keep
-    scaled = work[D:2 * D]
-    root = math.sqrt(weight)
-    for r in range(D):
-        scaled[r] = u[r] * root
-    _sherman_morrison(block, scaled, work[:D])
-    _sherman_morrison_coordinate(block, updates % D, D * discount * prior, work[:D])
+    _full_update(block, u, weight, discount, prior, updates, work, u[:0], u[:0])
+
+
+@inline_kernel
+def contribution_and_step(block, u, weight, discount, prior, updates, grad, out, work):
+    """``metric_contribution`` on a full block, then out = P grad (``block_step``), in one sweep less."""
+    _full_update(block, u, weight, discount, prior, updates, work, grad, out)
 
 
 @inline_kernel

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..jit import inline_kernel, kernel
 from .config import BLOCK, DIAGONAL, GRADIENT, F, H
 from .context import NNZ
-from .metric_blocks import block_step, metric_contribution
+from .metric_blocks import contribution_and_step
 
 
 @inline_kernel
@@ -128,11 +128,9 @@ def context_writing_update(ctx_w, ctx_P, ctx_updates, ctx_updated, feat, feat_nz
         ctx_updated[y] = symbols + 1
         for s in range(S):
             x[s] = feat[s, y]
-        metric_contribution(ctx_P[y], x, curv[y], g, prior, ctx_updates[y], False, work)
-        ctx_updates[y] += 1
-        for s in range(S):
             grad[s] = err[y] * x[s] - g * prior * (ctx_w[s, y] - centre)
-        block_step(ctx_P[y], grad, False, out)
+        contribution_and_step(ctx_P[y], x, curv[y], g, prior, ctx_updates[y], grad, out, work)
+        ctx_updates[y] += 1
         change = 0.0
         for s in range(S):
             ctx_w[s, y] += eta * out[s]
@@ -157,7 +155,7 @@ def selected_writing_update(sel_w, sel_row, sel_h, sel_P, sel_updates, fsel_w, f
       rarely keeps a small h and a large step; one met on every line settles.
     * ``block``: one full S x S block per k (``sel_row[S]``, the number of
       sources whose context was found), discounted sum of g g^T kept inverted
-      by Sherman-Morrison (``metric_contribution``); the step is P g.  The
+      by Sherman-Morrison (``metric_blocks``); the step is P g.  The
       block pools every row selected under that k, so a row met rarely steps
       as if it had been met every time: measured, it learns more slowly.
     * ``gradient``: no metric, ``selected_rate`` times g: the ablation that
@@ -201,9 +199,8 @@ def selected_writing_update(sel_w, sel_row, sel_h, sel_P, sel_updates, fsel_w, f
             sel_h[r, s] = h
             out[s] = grad[s] / h
     elif method == BLOCK:
-        metric_contribution(sel_P[k], gsum, 1.0, g, prior, sel_updates[k], False, work)
+        contribution_and_step(sel_P[k], gsum, 1.0, g, prior, sel_updates[k], grad, out, work)
         sel_updates[k] += 1
-        block_step(sel_P[k], grad, False, out)
     else:
         for s in range(S):
             out[s] = grad[s]
