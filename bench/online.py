@@ -326,8 +326,8 @@ def _drivers():
     from seqd.core.kernels.forward import evolve_into, softmax_into
     from seqd.core.kernels.network import Network
     from seqd.core.online.config import H
-    from seqd.core.online.state import ACTIVE
-    from seqd.core.online.writing import writing_update
+    from seqd.core.online.state import ACTIVE, ETA_W, SYMBOLS
+    from seqd.core.online.writing import writing_step
 
     @kernel
     def predict_and_evolve(st, hyper, flags, symbols, with_writing):
@@ -337,7 +337,10 @@ def _drivers():
             softmax_into(st.a[0], st.w[:, :width], st.pi[0, :width], st.numerics)
             code = st.code_of[symbols[t]]
             if with_writing:
-                writing_update(st, hyper, flags, st.a[0], st.pi[0], code, 0, width)
+                writing_step(st.w, st.h0, st.hd, st.scratch, st.sel_w, st.sel_row, st.sel_h, st.sel_P, st.sel_updates,
+                             st.fsel_w, st.fsel_row, st.fsel_h, st.ctx_w, st.ctx_P, st.ctx_updates, st.ctx_updated,
+                             st.feat, st.feat_nz, st.ctx_int, st.ctx_work, st.counts[SYMBOLS], st.reals[ETA_W], hyper,
+                             flags, st.a[0], st.pi[0], code, 0, width)
             evolve_into(net, st.V[0], st.a[0], code, st.V[1], st.a[1])
             for i in range(st.V.shape[1]):
                 st.V[0, i] = st.V[1, i]
@@ -357,9 +360,16 @@ def _sources_driver():
     def sources_only(st, flags, symbols):
         width = st.counts[ACTIVE] + 1
         for t in range(symbols.shape[0]):
-            features(st, flags[F.alphabet_cap], flags[F.context_bits], st.offset[0], width)
-            clear_features(st)
-            observe(st, symbols[t], flags[F.count_limit], flags[F.match_min])
+            features(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
+                     st.ctx_want, st.ctx_cnt, st.ctx_sym, st.order0, st.acc, st.acc_list, st.acc_mark, st.match_stats,
+                     st.number_int, st.number_digits, st.number_stats, st.code_of, st.numerics, st.feat, st.feat_nz,
+                     st.ctx_w, st.sel_w, st.sel_row, st.fsel_w, st.fsel_row, flags[F.alphabet_cap],
+                     flags[F.context_bits], st.offset[0], width)
+            clear_features(st.ctx_int, st.feat, st.feat_nz)
+            observe(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
+                    st.ctx_want, st.ctx_cnt, st.ctx_sym, st.order0, st.match_stats, st.match_table, st.number_int,
+                    st.number_digits, st.number_table, st.number_stats, symbols[t], flags[F.count_limit],
+                    flags[F.match_min])
 
     return sources_only
 

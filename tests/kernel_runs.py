@@ -18,7 +18,7 @@ from seqd.core.kernels.writing import accumulate_writing
 def with_state(kernel, st, *rest):
     """Call an online-learner kernel whose leading parameters are arrays of the state ``st``, named as its fields
     (the kernels take the arrays they use one by one), followed by ``rest``."""
-    names = list(inspect.signature(kernel.py_func).parameters)
+    names = list(inspect.signature(getattr(kernel, "py_func", kernel)).parameters)  # plain under NUMBA_DISABLE_JIT
     return kernel(*(getattr(st, name) for name in names[:len(names) - len(rest)]), *rest)
 
 

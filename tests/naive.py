@@ -1023,7 +1023,7 @@ def metric_update_in_steps(P, u, weight, discount, prior, updates, grad=None):
 
 
 def context_block_update(P, x, curv, err, w, discount, prior, centre, eta, updates):
-    """One symbol's context weights after one symbol (``kernels.context_writing_update``), densely.
+    """One symbol's context weights after one symbol (``online.writing.context_writing_update``), densely.
 
     The block's metric M = P^-1 is discounted by (1 - discount) and gains the
     one-symbol Fisher term curv x x^T; the prior mass discount * prior * I per

@@ -273,8 +273,7 @@ def features(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ct
     for s in range(S):
         kind = ctx_kind[s, 0]
         if kind == NUMBER:
-            code, value, position = number_vote(number_int, number_digits, number_stats, code_of,
-                                                     numerics)
+            code, value, position = number_vote(number_int, number_digits, number_stats, code_of, numerics)
             if code > 0:
                 _add_feature(feat, feat_nz, ctx_int, s, code, value)
                 if selected:
@@ -373,8 +372,7 @@ def observe(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx
     for s in range(S):
         kind = ctx_kind[s, 0]
         if kind == NUMBER:
-            observe_numbers(hist, t, number_int, number_digits, number_table, number_stats, symbol,
-                             limit)
+            observe_numbers(hist, t, number_int, number_digits, number_table, number_stats, symbol, limit)
             continue
         if kind == MATCH:
             length = ctx_int[MATCH_LEN]

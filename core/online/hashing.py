@@ -11,7 +11,8 @@ Lea and Flood, "Fast splittable pseudorandom number generators", OOPSLA
 so two contexts share a slot and a tag only when their hashes agree on the
 bits the two take (the table's ``bits`` and 31 more, after the mix).
 Their arithmetic is part of the ``.sqd`` format: a slot decides which counts
-a context sees.
+a context sees.  :func:`history` reads the symbols a context is made of from
+the learner's ring of recent symbols.
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ class OnlineLearner:
 
     def snapshot_parts(self) -> list[memoryview]:
         """The bytes of :meth:`to_bytes` as buffers to write in turn, without copying the state;
-        valid until the learner learns again."""
+        valid until the learner learns or predicts again (both write its work arrays)."""
         return snapshot_parts(self.config, self.state)
 
     @classmethod

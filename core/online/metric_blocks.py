@@ -23,13 +23,15 @@ def _full_update(P, u, weight, discount, prior, updates, work, grad, out):
     P <- P / (1 - gamma); Sherman-Morrison with s = sqrt(weight) u: z = P s,
     P <- P - z z^T / (1 + s.z); then the coordinate update along e_k with
     mass m (``metric_contribution``): c = column k of P, P <- P - m c c^T /
-    (1 + m c_k).  Three sweeps of P: the scaling and the product z = P s share
-    the first; c is formed from z alone, entry by entry as the first downdate
-    computes it; the last applies both downdates to each entry of the upper
-    triangle, mirrored (rounding cannot make P asymmetric), and forms P grad
-    from each finished row.  Every entry gets the same operations in the same
-    order as when the steps are taken one after the other, so the same bits
-    (``tests/naive.py``, ``metric_update_in_steps``).  ``work`` holds 2D.
+    (1 + m c_k).  The scaling and the product z = P s share one sweep; c is
+    formed from the scaled P and z, entry by entry as the first downdate
+    computes it; one sweep applies both downdates to each entry of the upper
+    triangle, mirrored (rounding cannot make P asymmetric).  Every entry gets
+    the same operations in the same order as when the steps are taken one
+    after the other, so the same bits (``tests/naive.py``,
+    ``metric_update_in_steps``); the sums run two rows at a time, each in
+    its own order, because a sum's additions wait on each other and two
+    sums' do not.  ``work`` holds 2D.
     """
     D = u.shape[0]
     inv_keep = 1.0 / (1.0 - discount)
@@ -39,7 +41,22 @@ def _full_update(P, u, weight, discount, prior, updates, work, grad, out):
     for r in range(D):
         s[r] = u[r] * root
     denom = 1.0
-    for r in range(D):
+    for r in range(0, D - 1, 2):  # two rows at a time: two independent sums, each in its own order
+        acc0 = 0.0
+        acc1 = 0.0
+        for c in range(D):
+            v0 = P[r, c] * inv_keep
+            v1 = P[r + 1, c] * inv_keep
+            P[r, c] = v0
+            P[r + 1, c] = v1
+            acc0 += v0 * s[c]
+            acc1 += v1 * s[c]
+        z[r] = acc0
+        z[r + 1] = acc1
+        denom += s[r] * acc0
+        denom += s[r + 1] * acc1
+    if D % 2 == 1:
+        r = D - 1
         acc = 0.0
         for c in range(D):
             v = P[r, c] * inv_keep
@@ -57,22 +74,34 @@ def _full_update(P, u, weight, discount, prior, updates, work, grad, out):
         else:
             col[r] = P[k, r] - (z[k] * scale) * z[r]
     scale_k = mass / (1.0 + mass * col[k])
-    step = grad.shape[0] > 0
     for r in range(D):
         zr = z[r] * scale
         cr = col[r] * scale_k
-        acc = 0.0
-        if step:
-            for c in range(r):  # rows above are finished, and mirrored into this one
-                acc += P[r, c] * grad[c]
         for c in range(r, D):
             v = (P[r, c] - zr * z[c]) - cr * col[c]
             P[r, c] = v
             P[c, r] = v
-            if step:
-                acc += v * grad[c]
-        if step:
-            out[r] = acc
+    if grad.shape[0] > 0:
+        _product(P, grad, out)
+
+
+@inline_kernel
+def _product(P, g, out):
+    """out = P g, each entry summed over the columns in order, two rows at a time (two independent sums)."""
+    D = g.shape[0]
+    for r in range(0, D - 1, 2):
+        acc0 = 0.0
+        acc1 = 0.0
+        for c in range(D):
+            acc0 += P[r, c] * g[c]
+            acc1 += P[r + 1, c] * g[c]
+        out[r] = acc0
+        out[r + 1] = acc1
+    if D % 2 == 1:
+        acc = 0.0
+        for c in range(D):
+            acc += P[D - 1, c] * g[c]
+        out[D - 1] = acc
 
 
 @inline_kernel
@@ -111,8 +140,4 @@ def block_step(block, grad, quasi_diagonal, out):
     if quasi_diagonal:  # the prior mass is already inside the block
         quasi_diagonal_block(block, grad, 0.0, out)
         return
-    for r in range(D):
-        acc = 0.0
-        for c in range(D):
-            acc += block[r, c] * grad[c]
-        out[r] = acc
+    _product(block, grad, out)

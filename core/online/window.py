@@ -62,10 +62,9 @@ def window_gradient(st, hyper, flags, width):
     for i in range(N1):
         st.B[K + 1, i] = 0.0
         st.m[K + 1, i] = 0.0
-    backward(network(st.inputs, st.tau, st.numerics, hyper, flags), Scored(st.x[1:K + 1], st.targets[1:K + 1], chi[1:K
-             + 1]), st.w[:, :width],
-             st.a[1:K + 2], st.pi[1:K + 1, :width], flags[F.modulus], Backprop(st.B[1:K + 2], st.m[1:K + 2]),
-             st.scratch[1:4, :N1])
+    backward(network(st.inputs, st.tau, st.numerics, hyper, flags), Scored(st.x[1:K + 1], st.targets[1:K + 1],
+             chi[1:K + 1]), st.w[:, :width], st.a[1:K + 2], st.pi[1:K + 1, :width], flags[F.modulus],
+             Backprop(st.B[1:K + 2], st.m[1:K + 2]), st.scratch[1:4, :N1])
     # a non-finite backward pass must not reach the metric blocks, where it would stay for good
     for k in range(1, K + 1):
         for j in range(N1):

@@ -26,7 +26,7 @@ def writing_step(w, h0, hd, scratch, sel_w, sel_row, sel_h, sel_P, sel_updates, 
     The arrays are the learner's own (``state.py``), passed one by one: a
     kernel called once per symbol with the whole state would pay a reference
     count for every array in it.  ``scratch[0]`` and ``scratch[1]`` receive
-    each symbol's curvature and error (``writing_step``).
+    each symbol's curvature pi_y (1 - pi_y) and error 1[y = target] - pi_y.
     """
     curv = scratch[0]
     err = scratch[1]
