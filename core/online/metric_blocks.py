@@ -129,14 +129,13 @@ def metric_contribution(block, u, weight, discount, prior, updates, quasi_diagon
 
 @inline_kernel
 def contribution_and_step(block, u, weight, discount, prior, updates, grad, out, work):
-    """``metric_contribution`` on a full block, then out = P grad (``block_step``), in one sweep less."""
+    """``metric_contribution`` on a full block, then out = P grad (``block_step``)."""
     _full_update(block, u, weight, discount, prior, updates, work, grad, out)
 
 
 @inline_kernel
 def block_step(block, grad, quasi_diagonal, out):
     """out = M^-1 grad for one block: P grad (full) or the quasi-diagonal inverse (eqs. 34-35)."""
-    D = grad.shape[0]
     if quasi_diagonal:  # the prior mass is already inside the block
         quasi_diagonal_block(block, grad, 0.0, out)
         return
