@@ -58,6 +58,7 @@ PRESETS = {
         "field_column_context": False, "indirect_context": False,  # nor the field column and indirect sources
         "field_selected_weights": False,  # nor the mixer's field-selected weights
         "number_context": False,  # nor the number source
+        "order2_selected_weights": False,  # nor the mixer's order-2-selected weights
     },
 }
 PRESETS["bytes-2"] = {**PRESETS["bytes-1"], "numerics": "ieee"}  # bytes-1 with seqd's own exp/log/tanh
@@ -67,7 +68,8 @@ PRESETS["bytes-4"] = {**PRESETS["bytes-3"], "field_column_context": True, "indir
                       "context_orders": [1, 2, 3, 4, 6, 12, 16]}  # more, one order fewer
 PRESETS["bytes-5"] = {**PRESETS["bytes-4"], "field_selected_weights": True}  # bytes-4, the field-selected weights
 PRESETS["bytes-6"] = {**PRESETS["bytes-5"], "number_context": True}  # bytes-5, the number source
-PRESET = "bytes-6"
+PRESETS["bytes-7"] = {**PRESETS["bytes-6"], "order2_selected_weights": True}  # bytes-6, the order-2-selected weights
+PRESET = "bytes-7"
 
 
 class FormatError(ValueError):

@@ -99,6 +99,9 @@ REGISTRY: list[Entry] = [
     Entry("field-selected", lambda: OnlineConfig(units=2, degree=1, alphabet_cap=256, window=5, **SOURCES, **TABLES,
                                                  field_column_context=True, selected_weights=True,
                                                  field_selected_weights=True)),
+    Entry("order2-selected", lambda: OnlineConfig(units=2, degree=1, alphabet_cap=256, window=5, **SOURCES, **TABLES,
+                                                  field_column_context=True, selected_weights=True,
+                                                  field_selected_weights=True, order2_selected_weights=True)),
     Entry("number", lambda: OnlineConfig(units=2, degree=1, alphabet_cap=256, window=5, **SOURCES, **TABLES,
                                          number_context=True, selected_weights=True)),
     # the mixer (selected weights) by each of its steps: diagonal metric (the default), block metric, gradient

@@ -894,6 +894,12 @@ class ContextReference:
             kind = 3
         return 16 * int(same) + 4 * min(position, 3) + kind
 
+    def order2_selecting_row(self):
+        """The order-2-selected weights' row for the next symbol: (257 a + b) mod 4093, a the last symbol and b
+        the one before, each mod 257, 256 standing for the time before the stream."""
+        a, b = (self.history[-back] % 257 if len(self.history) >= back else 256 for back in (1, 2))
+        return (257 * a + b) % 4093
+
     # -- the number source --------------------------------------------------------------
     def _run(self):
         """(where the run of digits that ends the history starts, its digits)."""
@@ -1045,7 +1051,7 @@ def context_block_update(P, x, curv, err, w, discount, prior, centre, eta, updat
     return P_after, step, w + eta * step, err - curv * eta * float(x @ step)
 
 
-def selected_weights_step(method, P, h, u, x, curv, err, discount, prior, rate, updates, field=None):
+def selected_weights_step(method, P, h, u, x, curv, err, discount, prior, rate, updates, sets=()):
     """The mixer's step after one symbol (``writing.selected_writing_update``), densely.
 
     ``u`` holds each source's selected weight, ``h`` their diagonal metric
@@ -1062,12 +1068,13 @@ def selected_weights_step(method, P, h, u, x, curv, err, discount, prior, rate, 
     The error left is err - curv * (x^T (rate * step)).
     Returns (P after, h after, u after, err after).
 
-    With ``field`` = (h2, v), the field-selected weights of the selected row
-    and their diagonal terms, also in every logit: their direction is
-    g - discount * prior * v, divided by h2 <- (1 - discount) h2 + g^2 +
-    discount * prior except under "gradient"; v moves by rate times it, and
-    the error left also loses curv * (x^T (rate * that)).  Returns
-    (P, h, u, err, h2 after, v after).
+    Each of ``sets``, a pair (h2, v): the weights of the selected row of a
+    further shared set (field-selected, order-2-selected) and their diagonal
+    terms, also in every logit.  Each set's direction is g - discount *
+    prior * v, divided by h2 <- (1 - discount) h2 + g^2 + discount * prior
+    except under "gradient"; v moves by rate times it, and the error left
+    also loses curv * (x^T (rate * that)).  Returns (P, h, u, err, then h2
+    after and v after for each set).
     """
     S = len(u)
     g = x @ err
@@ -1082,11 +1089,12 @@ def selected_weights_step(method, P, h, u, x, curv, err, discount, prior, rate, 
         step = P @ grad
     else:
         step = grad
-    if field is None:
-        return P, h, u + rate * step, err - curv * (x.T @ (rate * step))
-    h2, v = field
-    step2 = g - discount * prior * v
-    if method != "gradient":
-        h2 = (1.0 - discount) * h2 + g * g + discount * prior
-        step2 = step2 / h2
-    return P, h, u + rate * step, err - curv * (x.T @ (rate * (step + step2))), h2, v + rate * step2
+    total, after = step, []
+    for h2, v in sets:
+        step2 = g - discount * prior * v
+        if method != "gradient":
+            h2 = (1.0 - discount) * h2 + g * g + discount * prior
+            step2 = step2 / h2
+        total = total + step2
+        after += [h2, v + rate * step2]
+    return (P, h, u + rate * step, err - curv * (x.T @ (rate * total)), *after)

@@ -118,7 +118,9 @@ KINDS = {
                 indirect_context=True, match_min=5, context_entries=5, count_limit=12),
 }
 KINDS["selected"] = dict(KINDS["all"], selected_weights=True)  # every source, the mixer of preset bytes-4
-KINDS["mixed"] = dict(KINDS["selected"], field_selected_weights=True)  # every source, the whole mixer
+KINDS["mixed"] = dict(KINDS["selected"], field_selected_weights=True)  # every source, the mixer of preset bytes-6
+KINDS["order2"] = dict(KINDS["selected"], order2_selected_weights=True)  # the order-2-selected set alone
+KINDS["mixed-order2"] = dict(KINDS["mixed"], order2_selected_weights=True)  # every source, the whole mixer
 NUMBER_KINDS = {  # the number source alone, and beside every other source and the whole mixer
     "number": dict(number_context=True, count_limit=9),
     "number-mixed": dict(KINDS["mixed"], number_context=True),
@@ -258,18 +260,25 @@ def compare_with_reference(cfg, x, references, check_all=True):
                     assert int(st.ctx_int[MATCH_PTR]) == ref.match_at, f"position {t}: match position"
                 # the votes: offset[y] = sum_s x_s(y) (c_sy + u[r_s, s]), and exactly 0 for codes nobody voted for
                 mixed = np.zeros(len(cfg.sources))  # each source's weight shared by all symbols: u[r_s, s] + v[q, s]
+                size = np.zeros(len(cfg.sources))  # and the sum of its parts' magnitudes, for rounding
                 if cfg.selected_weights:
                     rows, k = ref.selecting_rows()
                     assert st.sel_row.tolist() == rows + [k], f"position {t}: the mixer's rows"
                     mixed += st.sel_w[rows, np.arange(len(cfg.sources))]
+                    size += np.abs(st.sel_w[rows, np.arange(len(cfg.sources))])
+                rows = []  # the shared sets' rows, stacked in fsel_w: the field set's 32, then the order-2 set's
                 if cfg.field_selected_weights:
-                    q = ref.field_selecting_row()
-                    assert int(st.fsel_row[0]) == q, f"position {t}: the field-selected row"
+                    rows.append(ref.field_selecting_row())
+                if cfg.order2_selected_weights:
+                    rows.append(32 * cfg.field_selected_weights + ref.order2_selecting_row())
+                assert st.fsel_row.tolist() == rows, f"position {t}: the field- and order-2-selected rows"
+                for q in rows:
                     mixed += st.fsel_w[q]
+                    size += np.abs(st.fsel_w[q])
                 votes, scale = np.zeros(width), np.zeros(width)  # scale: the sum of |terms|, for rounding
                 for (s, code), v in want.items():
                     votes[code] += v * (cfg.context_weight + mixed[s])
-                    scale[code] += abs(v * (cfg.context_weight + mixed[s]))
+                    scale[code] += abs(v) * (abs(cfg.context_weight) + size[s])
                 assert np.all(np.abs(offset[:width] - votes) <= REL * scale), f"position {t}: offset"
             elif first_disagreement[r] is None:
                 agree = storage.consistent and found == ref_found and set(got) == set(want) and \
@@ -739,15 +748,16 @@ def test_context_writing_update_matches_a_dense_inverse(seed):
     assert np.array_equal(curv_after, curv)
 
 
-@pytest.mark.parametrize("field", [False, True], ids=["selected", "selected-and-field-selected"])
+@pytest.mark.parametrize("field,order2", [(False, False), (True, False), (False, True), (True, True)],
+                         ids=["selected", "and-field-selected", "and-order2-selected", "and-both"])
 @pytest.mark.parametrize("step", SELECTED_STEPS)
 @pytest.mark.parametrize("seed", [0, 1])
-def test_the_mixers_step_matches_a_dense_reference(seed, step, field):
+def test_the_mixers_step_matches_a_dense_reference(seed, step, field, order2):
     cfg = OnlineConfig(units=2, degree=1, alphabet_cap=12, context_orders=(1, 2), word_context=True, match_min=3,
                        context_bits=10, history_bits=10, match_bits=10, selected_discount=1 / 64,
                        selected_weights=True, selected_prior=7.0, selected_step=step, selected_rate=0.6,
-                       field_column_context=field, field_selected_weights=field)
-    assert cfg.field_selected_weights == field
+                       field_column_context=field, field_selected_weights=field, order2_selected_weights=order2)
+    assert cfg.field_selected_weights == field and cfg.order2_selected_weights == order2
     hyper, flags = cfg.hyper(), cfg.flags()
     S, width = len(cfg.sources), 10
     rng = np.random.default_rng(seed)
@@ -762,8 +772,8 @@ def test_the_mixers_step_matches_a_dense_reference(seed, step, field):
     st.sel_updates[...] = rng.integers(0, 100, S + 1)
     st.fsel_w[...] = rng.normal(0.0, 0.5, st.fsel_w.shape)
     st.fsel_h[...] = rng.uniform(0.5, 20.0, st.fsel_h.shape)
-    if field:
-        st.fsel_row[0] = q = 21
+    chosen = [21] * field + [32 * field + 3001] * order2  # a row of each set
+    st.fsel_row[...] = chosen
     k = 2
     rows = [int(r) for r in rng.integers(0, st.sel_w.shape[0], S)]
     st.sel_row[:S] = rows
@@ -777,7 +787,7 @@ def test_the_mixers_step_matches_a_dense_reference(seed, step, field):
     out = naive.selected_weights_step(
         step, before["sel_P"][k], before["sel_h"][active], before["sel_w"][active], st.feat[:, :width], curv, err,
         cfg.selected_discount, cfg.selected_prior, cfg.selected_rate, int(before["sel_updates"][k]),
-        field=(before["fsel_h"][q], before["fsel_w"][q]) if field else None)
+        sets=[(before["fsel_h"][q], before["fsel_w"][q]) for q in chosen])
     P, h, u_after, err_want = out[:4]
     err_after = err.copy()
     with_state(selected_writing_update, st, hyper, flags, curv, err_after)
@@ -795,14 +805,14 @@ def test_the_mixers_step_matches_a_dense_reference(seed, step, field):
     moved[active] = True
     assert np.array_equal(st.sel_w[~moved], before["sel_w"][~moved])
     assert np.array_equal(st.sel_h[~moved], before["sel_h"][~moved])
-    if field:  # the field-selected row moved as the reference says, and no other
-        h2, v = out[4:]
+    for j, q in enumerate(chosen):  # each set's row moved as the reference says
+        h2, v = out[4 + 2 * j:6 + 2 * j]
         np.testing.assert_allclose(st.fsel_h[q], h2, rtol=1e-12)
         np.testing.assert_allclose(st.fsel_w[q], v, rtol=1e-10, atol=1e-12)
         assert not np.allclose(st.fsel_w[q], before["fsel_w"][q])
-        others = [r for r in range(st.fsel_w.shape[0]) if r != q]
-        assert np.array_equal(st.fsel_w[others], before["fsel_w"][others])
-        assert np.array_equal(st.fsel_h[others], before["fsel_h"][others])
+    others = [r for r in range(st.fsel_w.shape[0]) if r not in chosen]  # and no other
+    assert np.array_equal(st.fsel_w[others], before["fsel_w"][others])
+    assert np.array_equal(st.fsel_h[others], before["fsel_h"][others])
 
 
 def test_the_mixer_learns_and_restores_bit_for_bit():
@@ -847,15 +857,49 @@ def test_the_field_selected_weights_learn_restore_and_refuse_damage():
                                ("fsel_w", (2, 0), np.inf)]:
         damaged = OnlineLearner.from_bytes(learner.to_bytes())
         getattr(damaged.state, name)[where] = value
-        with pytest.raises(ValueError, match="field-selected weights|non-finite"):
+        with pytest.raises(ValueError, match="order-2-selected weights|non-finite"):
             OnlineLearner.from_bytes(damaged.to_bytes())
 
 
 def test_the_field_selected_weights_read_as_off_without_the_mixer_or_the_field_column():
     for kwargs in (dict(selected_weights=False), dict(field_column_context=False)):
         cfg = OnlineConfig.bytes_default(**kwargs, context_bits=10, history_bits=10, match_bits=10)
-        assert cfg.field_selected_weights is False and new_state(cfg).fsel_w.shape[0] == 0
+        assert cfg.field_selected_weights is False
+        assert new_state(cfg).fsel_w.shape[0] == 4096 * cfg.order2_selected_weights  # the order-2 set's rows alone
     assert OnlineConfig.bytes_default().field_selected_weights is True
+
+
+def test_the_order2_selected_weights_learn_restore_and_refuse_damage():
+    """Beside the field set, the rows of the pairs of last symbols met on log lines learn; a snapshot continues
+    them exactly; a row out of the stacked sets' range is refused."""
+    cfg = OnlineConfig(units=2, degree=1, context_orders=(1, 2, 4), column_context=True, field_column_context=True,
+                       word_context=True, match_min=4, context_bits=12, history_bits=12, match_bits=12,
+                       selected_weights=True, field_selected_weights=True, order2_selected_weights=True)
+    x = log_text(900, seed=13)
+    learner = OnlineLearner(cfg)
+    assert learner.state.fsel_w.shape[0] == 32 + 4096 and learner.state.fsel_row.shape == (2,)
+    learner.learn(x[:len(x) // 2])
+    restored = OnlineLearner.from_bytes(learner.to_bytes())
+    assert np.array_equal(learner.learn(x[len(x) // 2:]), restored.learn(x[len(x) // 2:]))
+    for name in ("fsel_w", "fsel_h", "fsel_row"):
+        assert np.array_equal(getattr(learner.state, name), getattr(restored.state, name)), name
+    met = np.flatnonzero((learner.state.fsel_h[32:] > cfg.selected_prior * (1 + 1e-9)).any(axis=1))
+    pairs = {(a, b) for a, b in zip(x[1:].tolist(), x[:-1].tolist())}  # (last, the one before) in the stream
+    assert len(met) >= 0.5 * len(pairs)  # most pairs' rows were met (a few share a row)
+    assert set(met) <= {(257 * a + b) % 4093 for a, b in pairs} | {(257 * x[0] + 256) % 4093, 256 * 258 % 4093}
+    for name, where, value in [("fsel_row", 1, 32 + 4096), ("fsel_row", 1, -1)]:
+        damaged = OnlineLearner.from_bytes(learner.to_bytes())
+        getattr(damaged.state, name)[where] = value
+        with pytest.raises(ValueError, match="order-2-selected weights"):
+            OnlineLearner.from_bytes(damaged.to_bytes())
+
+
+def test_the_order2_selected_weights_read_as_off_without_the_mixer():
+    cfg = OnlineConfig.bytes_default(selected_weights=False, context_bits=10, history_bits=10, match_bits=10)
+    assert cfg.order2_selected_weights is False and new_state(cfg).fsel_w.shape[0] == 0
+    alone = OnlineConfig.bytes_default(field_column_context=False, context_bits=10, history_bits=10, match_bits=10)
+    assert alone.order2_selected_weights is True and new_state(alone).fsel_w.shape[0] == 4096
+    assert OnlineConfig.bytes_default().order2_selected_weights is True
 
 
 # -- 6. configuration ----------------------------------------------------------------------------

@@ -75,14 +75,14 @@ def test_writing_step_is_the_dense_discounted_newton_step(entry):
                 S = len(config.sources)
                 active, block = (st.sel_row[:S], np.arange(S)), int(st.sel_row[S])
                 curv = np.array([p * (1.0 - p) for p in pi])
-                q = int(st.fsel_row[0]) if config.field_selected_weights else None
+                rows = [int(q) for q in st.fsel_row]  # one row of each further set (field, order 2)
                 out = naive.selected_weights_step(
                     config.selected_step, st.sel_P[block], st.sel_h[active], st.sel_w[active], st.feat[:, :len(pi)],
                     curv, err, config.selected_discount, config.selected_prior, config.selected_rate,
-                    int(st.sel_updates[block]), field=None if q is None else (st.fsel_h[q], st.fsel_w[q]))
+                    int(st.sel_updates[block]), sets=[(st.fsel_h[q], st.fsel_w[q]) for q in rows])
                 sel_P[block], sel_h[active], sel_w[active], err = out[:4]
-                if q is not None:
-                    fsel_h[q], fsel_w[q] = out[4:]
+                for j, q in enumerate(rows):
+                    fsel_h[q], fsel_w[q] = out[4 + 2 * j:6 + 2 * j]
             ctx_w, ctx_P = st.ctx_w.copy(), st.ctx_P.copy()
             for y in voted:  # the context weights step first, and leave the network the rest of the error
                 ctx_P[y], _, ctx_w[:, y], err[y] = naive.context_block_update(

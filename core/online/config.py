@@ -116,6 +116,7 @@ class OnlineConfig:
     selected_rate: float = 1.0  # the step's rate: 1 for a metric's Newton step; the gradient step's is tuned
     selected_discount: float = 1.0 / 4096  # gamma of their metric's discounted sums
     field_selected_weights: bool = False  # a second set, selected by the place in the field (needs the field column)
+    order2_selected_weights: bool = False  # a third set, selected by the last two symbols (hashed)
     # exp/log/tanh: "ieee", seqd's own (kernels/elementary.py), the same bits on every machine; "libm", the
     # C library's, which only format 1 .sqd files need (docs/format.md)
     numerics: str = "ieee"
@@ -125,7 +126,8 @@ class OnlineConfig:
         """The default model for byte streams (logs, ``seqd compress``): a small GLNN plus context units, mixed."""
         settings = dict(units=4, context_orders=(1, 2, 3, 4, 6, 12, 16), column_context=True,
                         field_column_context=True, word_context=True, indirect_context=True, match_min=6,
-                        selected_weights=True, field_selected_weights=True, number_context=True)
+                        selected_weights=True, field_selected_weights=True, number_context=True,
+                        order2_selected_weights=True)
         settings.update(overrides)
         return cls(**settings)
 
@@ -157,6 +159,8 @@ class OnlineConfig:
             object.__setattr__(self, "selected_weights", False)
         if self.field_selected_weights and not (self.selected_weights and self.field_column_context):
             object.__setattr__(self, "field_selected_weights", False)  # no mixer, or no field column to select by
+        if self.order2_selected_weights and not self.selected_weights:
+            object.__setattr__(self, "order2_selected_weights", False)  # no mixer
         if not (math.isfinite(self.selected_prior) and self.selected_prior > 0.0):
             raise ValueError(f"selected_prior must be finite and > 0, got {self.selected_prior}")
         if not (math.isfinite(self.selected_rate) and self.selected_rate > 0.0):

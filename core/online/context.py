@@ -71,14 +71,17 @@ alphabets they are harmless and can be switched off.
 vote also carries weights shared by all symbols, chosen by small selecting
 contexts:
 
-    sum_s x_s(y) (c_sy + u[r_s, s] + v[q, s]),   r_s = b_s * (S + 1) + k,
+    sum_s x_s(y) (c_sy + u[r_s, s] + v[q, s] + z[o, s]),   r_s = b_s * (S + 1) + k,
 
 b_s the state of source s's context (how often it was seen and how many
 distinct symbols followed it; for the match and number sources, the length
 or position of their prediction), k how many sources found their context,
 and q (``field_selected_weights``) where the next symbol falls in its field:
 16 * (the field so far repeats the line above) + 4 * min(position in it, 3)
-+ the kind of the last symbol (digit, letter, space/tab/newline, other).
++ the kind of the last symbol (digit, letter, space/tab/newline, other),
+and o (``order2_selected_weights``) the last two symbols, hashed into 4096
+rows: the mixing weights of the PAQ compressors' mixers are selected by such
+small contexts (Mahoney, "Data Compression Explained", section 4.3).
 ``writing.selected_writing_update`` steps them first, by a Newton step in
 their outer-product metric (seed 004, Definition 14), kept per weight by
 default; the per-symbol weights then step on the error that remains.
@@ -113,6 +116,22 @@ SELECTING_BUCKETS = 17
 # the field-selected weights' rows: (field so far the previous line's: 0/1) x (position in the field: 0, 1, 2,
 # 3 and later) x (the last symbol: digit, letter, space/tab/newline, anything else)
 FIELD_SELECTING_ROWS = 32
+# the order-2-selected weights' rows: (257 (x_1 mod 257) + (x_2 mod 257)) mod ORDER2_MODULUS, x_1 the last symbol and
+# x_2 the one before (EMPTY before the stream: 256); a prime below 4096 spreads the pairs of bytes over the rows
+ORDER2_SELECTING_ROWS = 4096
+ORDER2_MODULUS = 4093
+
+
+def selecting_rows(field: bool, order2: bool) -> int:
+    """Rows of the shared weight sets beside u (``fsel_w``): the field set's, then the order-2 set's."""
+    return FIELD_SELECTING_ROWS * field + ORDER2_SELECTING_ROWS * order2
+
+
+@inline_kernel
+def _order2_selecting_row(hist, ctx_int):
+    """The order-2-selected weights' row for the next symbol (ORDER2_SELECTING_ROWS; the last two symbols)."""
+    pos = ctx_int[POS]
+    return (257 * (history(hist, pos, 1) % 257) + history(hist, pos, 2) % 257) % ORDER2_MODULUS
 
 
 @inline_kernel
@@ -249,7 +268,8 @@ def features(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ct
     ``feat_nz``) and ``offset[y] = sum_s x_s(y) c_sy`` over the active
     codes ``y < width``, plus ``x_s(y) u[r_s, s]`` with the selected weights
     (their rows r_s, then the block k, in ``sel_row``) and ``x_s(y) v[q, s]``
-    with the field-selected ones (their row q in ``fsel_row``).
+    with the field- and order-2-selected ones (one row of each set in
+    ``fsel_row``).
     """
     locate(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, bits)
     S = ctx_kind.shape[0]
@@ -264,9 +284,12 @@ def features(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ct
         for s in range(S):
             sel_row[s] = found  # state 0 until the source votes: silent
         sel_row[S] = found
-    field_selected = fsel_w.shape[0] > 0
-    if field_selected:
-        fsel_row[0] = _field_selecting_row(hist, ctx_int, fields)
+    sets = fsel_row.shape[0]  # the shared weight sets beside u, stacked in fsel_w: the field set's rows first
+    if sets > 0:
+        if fsel_w.shape[0] != ORDER2_SELECTING_ROWS:
+            fsel_row[0] = _field_selecting_row(hist, ctx_int, fields)
+        if fsel_w.shape[0] >= ORDER2_SELECTING_ROWS:
+            fsel_row[sets - 1] = fsel_w.shape[0] - ORDER2_SELECTING_ROWS + _order2_selecting_row(hist, ctx_int)
     # the interpolated chain: acc(y) = scale * p_0(y) + extra[y], with extra kept sparse
     scale = 1.0
     n_list = 0
@@ -342,8 +365,8 @@ def features(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ct
         weight = ctx_w[s, y]
         if selected:
             weight += sel_w[sel_row[s], s]
-            if field_selected:
-                weight += fsel_w[fsel_row[0], s]
+            for j in range(sets):
+                weight += fsel_w[fsel_row[j], s]
         offset[y] += feat[s, y] * weight
 
 

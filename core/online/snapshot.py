@@ -19,7 +19,7 @@ import numpy as np
 
 from ..kernels.elementary import numerics_marker
 from .config import OnlineConfig
-from .context import (ABOVE, EMPTY, FIELD, FIELD_SELECTING_ROWS, FIELD_SLOTS, LINE_START, MATCH_LEN, MATCH_PTR,
+from .context import (ABOVE, EMPTY, FIELD, FIELD_SLOTS, LINE_START, MATCH_LEN, MATCH_PTR,
                       NNZ, ORDER0_TOTAL, POS, PREV_LINE_LEN, PREV_LINE_START, SAME)
 from .numbers import (AFTER, CHANGE, LAST, LENGTH, N_BUCKET, N_KEYED, N_ON_TRACK, N_PREDICTED, N_RUN, N_STREAK,
                       N_VALUE, N_VOTED, NUMBER_BUCKETS, NUMBER_DIGITS, NUMBER_STREAK, STREAK, TAG)
@@ -205,8 +205,9 @@ def _check_context(config: OnlineConfig, state: OnlineState) -> None:
     if rows and (state.sel_row.min() < 0 or state.sel_row[:S].max() >= rows or state.sel_row[S] > S
                  or state.sel_updates.min() < 0 or not (state.sel_h > 0.0).all()):
         raise _inconsistent("the selected weights' rows or counts are out of range")
-    if state.fsel_w.size and (not 0 <= state.fsel_row[0] < FIELD_SELECTING_ROWS or not (state.fsel_h > 0.0).all()):
-        raise _inconsistent("the field-selected weights' row or metric is out of range")
+    if state.fsel_w.size and (state.fsel_row.min() < 0 or state.fsel_row.max() >= state.fsel_w.shape[0]
+                              or not (state.fsel_h > 0.0).all()):
+        raise _inconsistent("the field- or order-2-selected weights' rows or metric are out of range")
     if state.fields.size:
         starts = np.concatenate([state.fields[0, :FIELD_SLOTS], state.fields[1, :FIELD_SLOTS + 1]])
         if starts.min() < 0 or starts.max() > t or not 0 <= state.fields[1, FIELD_SLOTS + 1] <= FIELD_SLOTS:

@@ -21,8 +21,8 @@ from ..kernels.elementary import NUMERICS, logistic, tanh
 from ..kernels.network import Network
 from ..model import random_graph
 from .config import F, H, OnlineConfig
-from .context import (CTX_INTS, FIELD_SELECTING_ROWS, FIELD_SLOTS, FOLLOWER_BASE, MATCH, MATCH_BUCKETS, SAME,
-                      SELECTING_BUCKETS)
+from .context import (CTX_INTS, FIELD_SLOTS, FOLLOWER_BASE, MATCH, MATCH_BUCKETS, SAME,
+                      SELECTING_BUCKETS, selecting_rows)
 from .numbers import NUMBER_BUCKETS, NUMBER_CONTEXTS, NUMBER_DIGITS, NUMBER_INTS, N_PREDICTED, N_VOTED
 from .tables import table_array
 
@@ -100,9 +100,11 @@ class OnlineState(NamedTuple):
     sel_row: np.ndarray  # (S+1,) int64 work: each source's row for the next symbol, then the block
     fields: np.ndarray  # (2, FIELD_SLOTS + 2) int64: field starts of this line and the previous, the symbol
     # above and whether the field so far repeats the previous line's (field column; context.ABOVE, SAME)
-    fsel_w: np.ndarray  # (FIELD_SELECTING_ROWS, S) the field-selected weights v[row, s] (context.py), or (0, S)
-    fsel_h: np.ndarray  # (FIELD_SELECTING_ROWS, S) their diagonal outer-product metric
-    fsel_row: np.ndarray  # (1,) int64 work: their row for the next symbol
+    # the shared weight sets beside u (context.py), rows stacked: the field set's (FIELD_SELECTING_ROWS), then the
+    # order-2 set's (ORDER2_SELECTING_ROWS), each present with its setting (context.selecting_rows)
+    fsel_w: np.ndarray  # (rows, S) the weights v[row, s], or (0, S)
+    fsel_h: np.ndarray  # (rows, S) their diagonal outer-product metric
+    fsel_row: np.ndarray  # (sets,) int64 work: each set's row for the next symbol
     followers: np.ndarray  # (257 * 257,) int64: per pair of last symbols, the symbol that followed it + 1 (indirect)
     number_table: np.ndarray  # (2, 2^(context_bits - 2), 6) int64: per context length, per slot (numbers.TAG ...)
     number_int: np.ndarray  # (2, NUMBER_INTS) int64: per context length, the current run and prediction (N_KEY ...)
@@ -170,6 +172,7 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
     NT = len(NUMBER_CONTEXTS) if config.number_context else 0  # the number source's tables
     SH = S - int(matching) - int(NT > 0)
     R = S + 1 if config.selected_weights else 0
+    rows = selecting_rows(config.field_selected_weights, config.order2_selected_weights)
     f, i, u16, u32 = np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.uint16), np.dtype(np.uint32)
     window, cols, per_code = (K + 2, N + 1), (N + 1, A + 1), (A + 1, N + 1, D)
     shapes = dict(
@@ -189,9 +192,8 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
         acc_list=((S * E,), i), sel_w=((SELECTING_BUCKETS * R, S), f), sel_P=((R, S, S), f),
         sel_h=((SELECTING_BUCKETS * R, S), f), sel_updates=((R,), i), sel_row=((S + 1 if R else 0,), i),
         fields=((2 if config.field_column_context else 0, FIELD_SLOTS + 2), i),
-        fsel_w=((FIELD_SELECTING_ROWS if config.field_selected_weights else 0, S), f),
-        fsel_h=((FIELD_SELECTING_ROWS if config.field_selected_weights else 0, S), f),
-        fsel_row=((1 if config.field_selected_weights else 0,), i),
+        fsel_w=((rows, S), f), fsel_h=((rows, S), f),
+        fsel_row=((config.field_selected_weights + config.order2_selected_weights,), i),
         followers=((FOLLOWER_BASE ** 2 if config.indirect_context else 0,), i),
         number_table=((NT, 1 << (config.context_bits - 2) if NT else 0, 6), i), number_int=((NT, NUMBER_INTS), i),
         number_digits=((NT, NUMBER_DIGITS + 2), i), number_stats=((NT, 2, NUMBER_BUCKETS), i),

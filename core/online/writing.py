@@ -164,11 +164,12 @@ def selected_writing_update(sel_w, sel_row, sel_h, sel_P, sel_updates, fsel_w, f
       the best of four rates on the public logs, 0.004 held out, with no
       rate to choose).
 
-    The field-selected weights v[q, s] (``field_selected_weights``), in every
-    logit beside u, have the same gradient g_s (plus their own prior term)
-    and step on it in the same sweep, by their own diagonal metric term kept
-    the same way (by the plain gradient under ``gradient``; under ``block``
-    too by the diagonal term: a block per row would pool nothing).
+    The field-selected weights v[q, s] (``field_selected_weights``) and the
+    order-2-selected ones (``order2_selected_weights``), one row of each set
+    in every logit beside u, have the same gradient g_s (plus their own prior
+    term) and step on it in the same sweep, each by its own diagonal metric
+    term kept the same way (by the plain gradient under ``gradient``; under
+    ``block`` too by the diagonal term: a block per row would pool nothing).
 
     The error that remains under the local quadratic model is left in
     ``err`` for the per-symbol weights (block Gauss-Seidel, as in
@@ -206,16 +207,17 @@ def selected_writing_update(sel_w, sel_row, sel_h, sel_P, sel_updates, fsel_w, f
             out[s] = grad[s]
     for s in range(S):
         sel_w[sel_row[s], s] += rate * out[s]
-    if fsel_w.shape[0] > 0:  # the field-selected weights, on the same gradient (one Jacobi sweep with u)
-        q = fsel_row[0]
-        for s in range(S):
-            step = gsum[s] - g * prior * fsel_w[q, s]
-            if method != GRADIENT:
-                h = (1.0 - g) * fsel_h[q, s] + gsum[s] * gsum[s] + g * prior
-                fsel_h[q, s] = h
-                step = step / h
-            fsel_w[q, s] += rate * step
-            out[s] += step
+    if fsel_w.shape[0] > 0:  # the field- and order-2-selected sets, on the same gradient (one Jacobi sweep with u)
+        for j in range(fsel_row.shape[0]):
+            q = fsel_row[j]
+            for s in range(S):
+                step = gsum[s] - g * prior * fsel_w[q, s]
+                if method != GRADIENT:
+                    h = (1.0 - g) * fsel_h[q, s] + gsum[s] * gsum[s] + g * prior
+                    fsel_h[q, s] = h
+                    step = step / h
+                fsel_w[q, s] += rate * step
+                out[s] += step
     for q in range(ctx_int[NNZ]):
         s = feat_nz[q, 0]
         y = feat_nz[q, 1]
