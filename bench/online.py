@@ -108,6 +108,7 @@ ABLATIONS = [  # (label, configuration): one part of the default changed at a ti
     *[(f"the mixer by a plain gradient step, rate {rate:g}", replace(BYTES, selected_step="gradient", selected_rate=rate))
       for rate in (0.001, 0.003, 0.01, 0.03)],
     ("without the field-selected weights", replace(BYTES, field_selected_weights=False)),
+    ("without the order-2-selected weights (the model of preset bytes-6)", check_settings(dict(PRESETS["bytes-6"]))),
     # the recurrent units
     ("without the recurrent units (units=0)", replace(BYTES, units=0)),
     ("recurrent units alone (4 units, no context units)",
@@ -126,7 +127,7 @@ ABLATIONS = [  # (label, configuration): one part of the default changed at a ti
     ("without the word source", replace(BYTES, word_context=False)),
     ("without the indirect source", replace(BYTES, indirect_context=False)),
     ("without the match model", replace(BYTES, match_min=0)),
-    ("without the number source (the model of preset bytes-5)", check_settings(dict(PRESETS["bytes-5"]))),
+    ("without the number source", replace(BYTES, number_context=False)),
     ("the model of preset bytes-3 (seqd 0.3)", check_settings(dict(PRESETS["bytes-3"]))),
 ]
 
@@ -364,7 +365,7 @@ def _sources_driver():
                      st.ctx_want, st.ctx_cnt, st.ctx_sym, st.order0, st.acc, st.acc_list, st.acc_mark, st.match_stats,
                      st.number_int, st.number_digits, st.number_stats, st.code_of, st.numerics, st.feat, st.feat_nz,
                      st.ctx_w, st.sel_w, st.sel_row, st.fsel_w, st.fsel_row, flags[F.alphabet_cap],
-                     flags[F.context_bits], st.offset[0], width)
+                     flags[F.context_bits], flags[F.field_set_fields], flags[F.field_set_positions], st.offset[0], width)
             clear_features(st.ctx_int, st.feat, st.feat_nz)
             observe(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
                     st.ctx_want, st.ctx_cnt, st.ctx_sym, st.order0, st.match_stats, st.match_table, st.number_int,

@@ -59,6 +59,7 @@ PRESETS = {
         "field_selected_weights": False,  # nor the mixer's field-selected weights
         "number_context": False,  # nor the number source
         "order2_selected_weights": False,  # nor the mixer's order-2-selected weights
+        "field_selecting_fields": 1, "field_selecting_positions": 4,  # the field set's rows of bytes-5 to bytes-7
     },
 }
 PRESETS["bytes-2"] = {**PRESETS["bytes-1"], "numerics": "ieee"}  # bytes-1 with seqd's own exp/log/tanh
@@ -69,7 +70,9 @@ PRESETS["bytes-4"] = {**PRESETS["bytes-3"], "field_column_context": True, "indir
 PRESETS["bytes-5"] = {**PRESETS["bytes-4"], "field_selected_weights": True}  # bytes-4, the field-selected weights
 PRESETS["bytes-6"] = {**PRESETS["bytes-5"], "number_context": True}  # bytes-5, the number source
 PRESETS["bytes-7"] = {**PRESETS["bytes-6"], "order2_selected_weights": True}  # bytes-6, the order-2-selected weights
-PRESET = "bytes-7"
+PRESETS["bytes-8"] = {**PRESETS["bytes-7"], "field_selecting_fields": 16,  # bytes-7, the field set's rows by field
+                      "field_selecting_positions": 8}  # number (the first 16) and position in it (the first 7)
+PRESET = "bytes-8"
 
 
 class FormatError(ValueError):

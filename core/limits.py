@@ -50,6 +50,8 @@ INT_BOUNDS = {
     "count_limit": (2, 65535),
     "history_bits": (10, 30),
     "match_bits": (10, 26),
+    "field_selecting_fields": (1, 64),
+    "field_selecting_positions": (1, 64),
 }
 # inclusive bounds of each float setting (OnlineConfig adds its open ends: discounts in (0, 1), ...)
 FLOAT_BOUNDS = {

@@ -869,8 +869,10 @@ class ContextReference:
             rows.append(state * (S + 1) + k)
         return rows, k
 
-    def field_selecting_row(self):
-        """The field-selected weights' row for the next symbol: 16 * same + 4 * min(position, 3) + kind.
+    def field_selecting_row(self, fields=1, positions=4):
+        """The field-selected weights' row for the next symbol: ((min(field, fields - 1) * 2 + same) * positions
+        + min(position, positions - 1)) * 4 + kind (16 * same + 4 * min(position, 3) + kind with one field and four
+        positions, the rows of presets bytes-5 to bytes-7).
 
         same: every symbol of the field so far equals the one above it (the
         field column's last part); position: in the field (the 64th field runs
@@ -892,7 +894,7 @@ class ContextReference:
             kind = 2
         else:
             kind = 3
-        return 16 * int(same) + 4 * min(position, 3) + kind
+        return ((min(f, fields - 1) * 2 + int(same)) * positions + min(position, positions - 1)) * 4 + kind
 
     def order2_selecting_row(self):
         """The order-2-selected weights' row for the next symbol: (257 a + b) mod 4093, a the last symbol and b

@@ -120,7 +120,8 @@ KINDS = {
 KINDS["selected"] = dict(KINDS["all"], selected_weights=True)  # every source, the mixer of preset bytes-4
 KINDS["mixed"] = dict(KINDS["selected"], field_selected_weights=True)  # every source, the mixer of preset bytes-6
 KINDS["order2"] = dict(KINDS["selected"], order2_selected_weights=True)  # the order-2-selected set alone
-KINDS["mixed-order2"] = dict(KINDS["mixed"], order2_selected_weights=True)  # every source, the whole mixer
+KINDS["mixed-order2"] = dict(KINDS["mixed"], order2_selected_weights=True)  # the mixer of preset bytes-7
+KINDS["mixed-fields"] = dict(KINDS["mixed-order2"], field_selecting_fields=3, field_selecting_positions=5)  # the whole
 NUMBER_KINDS = {  # the number source alone, and beside every other source and the whole mixer
     "number": dict(number_context=True, count_limit=9),
     "number-mixed": dict(KINDS["mixed"], number_context=True),
@@ -239,7 +240,7 @@ def compare_with_reference(cfg, x, references, check_all=True):
     for t, symbol in enumerate(int(v) for v in x):
         width = int(st.counts[ACTIVE]) + 1
         assert not st.feat.any() and int(st.ctx_int[NNZ]) == 0  # cleared between symbols
-        with_state(features, st, cap, cfg.context_bits, offset, width)
+        with_state(features, st, cap, cfg.context_bits, cfg.field_set_fields, cfg.field_set_positions, offset, width)
         got = kernel_features(st)
         for r, (ref, storage) in enumerate(zip(references, storages)):
             for s in hashed:
@@ -268,9 +269,10 @@ def compare_with_reference(cfg, x, references, check_all=True):
                     size += np.abs(st.sel_w[rows, np.arange(len(cfg.sources))])
                 rows = []  # the shared sets' rows, stacked in fsel_w: the field set's 32, then the order-2 set's
                 if cfg.field_selected_weights:
-                    rows.append(ref.field_selecting_row())
+                    rows.append(ref.field_selecting_row(cfg.field_selecting_fields, cfg.field_selecting_positions))
                 if cfg.order2_selected_weights:
-                    rows.append(32 * cfg.field_selected_weights + ref.order2_selecting_row())
+                    field_rows = cfg.field_set_fields * 2 * cfg.field_selecting_positions * 4
+                    rows.append(field_rows + ref.order2_selecting_row())
                 assert st.fsel_row.tolist() == rows, f"position {t}: the field- and order-2-selected rows"
                 for q in rows:
                     mixed += st.fsel_w[q]
@@ -925,6 +927,10 @@ def test_the_order2_selected_weights_read_as_off_without_the_mixer():
     (dict(context_entries=65), "context_entries"),
     (dict(count_limit=1), "count_limit"),
     (dict(count_limit=65536), "count_limit"),
+    (dict(field_selecting_fields=0), "field_selecting_fields"),
+    (dict(field_selecting_fields=65), "field_selecting_fields"),
+    (dict(field_selecting_positions=0), "field_selecting_positions"),
+    (dict(field_selecting_positions=65), "field_selecting_positions"),
     (dict(match_min=-1), "match_min"),
     (dict(match_min=65), "match_min"),
     (dict(context_prior=0.0), "context_prior"),

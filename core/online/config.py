@@ -21,7 +21,7 @@ import numpy as np
 from ..kernels.backward import RBPM, RUOP
 from ..kernels.elementary import NUMERICS
 from ..model import ACTIVATIONS
-from .context import COLUMN, FIELD_COLUMN, INDIRECT, MATCH, NUMBER, ORDER, WORD
+from .context import COLUMN, FIELD_COLUMN, FIELD_SLOTS, INDIRECT, MATCH, NUMBER, ORDER, WORD
 
 # the mixer's steps (writing.selected_writing_update): a diagonal outer-product metric per weight, one full
 # outer-product block per number of sources found (Sherman-Morrison), or no metric (a plain gradient step)
@@ -56,6 +56,8 @@ FLAGS = (
     "count_limit",
     "match_min",
     "selected_method",
+    "field_set_fields",
+    "field_set_positions",
 )
 
 
@@ -117,6 +119,8 @@ class OnlineConfig:
     selected_discount: float = 1.0 / 4096  # gamma of their metric's discounted sums
     field_selected_weights: bool = False  # a second set, selected by the place in the field (needs the field column)
     order2_selected_weights: bool = False  # a third set, selected by the last two symbols (hashed)
+    field_selecting_fields: int = 1  # the field set's rows tell apart the first n fields of a line (the rest share)
+    field_selecting_positions: int = 4  # and the first n - 1 positions in a field (the rest share one)
     # exp/log/tanh: "ieee", seqd's own (kernels/elementary.py), the same bits on every machine; "libm", the
     # C library's, which only format 1 .sqd files need (docs/format.md)
     numerics: str = "ieee"
@@ -127,7 +131,7 @@ class OnlineConfig:
         settings = dict(units=4, context_orders=(1, 2, 3, 4, 6, 12, 16), column_context=True,
                         field_column_context=True, word_context=True, indirect_context=True, match_min=6,
                         selected_weights=True, field_selected_weights=True, number_context=True,
-                        order2_selected_weights=True)
+                        order2_selected_weights=True, field_selecting_fields=16, field_selecting_positions=8)
         settings.update(overrides)
         return cls(**settings)
 
@@ -159,6 +163,9 @@ class OnlineConfig:
             object.__setattr__(self, "selected_weights", False)
         if self.field_selected_weights and not (self.selected_weights and self.field_column_context):
             object.__setattr__(self, "field_selected_weights", False)  # no mixer, or no field column to select by
+        if not (1 <= self.field_selecting_fields <= FIELD_SLOTS and 1 <= self.field_selecting_positions <= 64):
+            raise ValueError(f"field_selecting_fields must be in [1, {FIELD_SLOTS}] and field_selecting_positions in "
+                             f"[1, 64], got {self.field_selecting_fields} and {self.field_selecting_positions}")
         if self.order2_selected_weights and not self.selected_weights:
             object.__setattr__(self, "order2_selected_weights", False)  # no mixer
         if not (math.isfinite(self.selected_prior) and self.selected_prior > 0.0):
@@ -221,6 +228,16 @@ class OnlineConfig:
     def selected_method(self) -> int:
         """The selected weights' step as the kernels name it: its position in ``SELECTED_STEPS``."""
         return SELECTED_STEPS.index(self.selected_step)
+
+    @property
+    def field_set_fields(self) -> int:
+        """The field numbers the field-selected weights tell apart, 0 without them (the kernels' test for the set)."""
+        return self.field_selecting_fields if self.field_selected_weights else 0
+
+    @property
+    def field_set_positions(self) -> int:
+        """The positions in a field the field-selected weights tell apart."""
+        return self.field_selecting_positions
 
     @property
     def leak(self) -> float:

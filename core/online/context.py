@@ -113,18 +113,20 @@ MATCH_VERIFY = 32  # longest length credited to a match found by hash (it grows 
 # the selected weights' source states b_s: 0 for a source that does not vote, 1..14 for a count source's
 # (total, distinct) (_count_state), 2..16 for the match source's length (1 + its bucket, the long ones merged)
 SELECTING_BUCKETS = 17
-# the field-selected weights' rows: (field so far the previous line's: 0/1) x (position in the field: 0, 1, 2,
-# 3 and later) x (the last symbol: digit, letter, space/tab/newline, anything else)
-FIELD_SELECTING_ROWS = 32
+# the field-selected weights' rows: (field number: the first field_selecting_fields one by one, the later ones
+# with the last) x (field so far the previous line's: 0/1) x (position in the field: the first
+# field_selecting_positions - 1 one by one, the later ones together) x (the last symbol: digit, letter,
+# space/tab/newline, anything else); with 1 field and 4 positions, the 32 rows of presets bytes-5 to bytes-7
 # the order-2-selected weights' rows: (257 (x_1 mod 257) + (x_2 mod 257)) mod ORDER2_MODULUS, x_1 the last symbol and
 # x_2 the one before (EMPTY before the stream: 256); a prime below 4096 spreads the pairs of bytes over the rows
 ORDER2_SELECTING_ROWS = 4096
 ORDER2_MODULUS = 4093
 
 
-def selecting_rows(field: bool, order2: bool) -> int:
-    """Rows of the shared weight sets beside u (``fsel_w``): the field set's, then the order-2 set's."""
-    return FIELD_SELECTING_ROWS * field + ORDER2_SELECTING_ROWS * order2
+def selecting_rows(field_fields: int, field_positions: int, order2: bool) -> int:
+    """Rows of the shared weight sets beside u (``fsel_w``): the field set's (none with ``field_fields`` 0), then
+    the order-2 set's."""
+    return field_fields * 2 * field_positions * 4 + ORDER2_SELECTING_ROWS * order2
 
 
 @inline_kernel
@@ -243,8 +245,8 @@ def _count_state(n, u):
 
 
 @inline_kernel
-def _field_selecting_row(hist, ctx_int, fields):
-    """The field-selected weights' row for the next symbol (FIELD_SELECTING_ROWS; the field column's state)."""
+def _field_selecting_row(hist, ctx_int, fields, n_fields, n_positions):
+    """The field-selected weights' row for the next symbol (``selecting_rows``; the field column's state)."""
     last = history(hist, ctx_int[POS], 1)
     kind = 3
     if 48 <= last <= 57:
@@ -254,14 +256,15 @@ def _field_selecting_row(hist, ctx_int, fields):
     elif last == 32 or last == 9 or last == NEWLINE:
         kind = 2
     f = min(ctx_int[FIELD], FIELD_SLOTS - 1)
-    position = min(ctx_int[POS] - fields[0, f], 3)
-    return fields[0, SAME] * 16 + position * 4 + kind
+    position = min(ctx_int[POS] - fields[0, f], n_positions - 1)
+    return ((min(f, n_fields - 1) * 2 + fields[0, SAME]) * n_positions + position) * 4 + kind
 
 
 @kernel
 def features(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, ctx_cnt, ctx_sym,
              order0, acc, acc_list, acc_mark, match_stats, number_int, number_digits, number_stats, code_of, numerics,
-             feat, feat_nz, ctx_w, sel_w, sel_row, fsel_w, fsel_row, cap, bits, offset, width):
+             feat, feat_nz, ctx_w, sel_w, sel_row, fsel_w, fsel_row, cap, bits, field_fields, field_positions, offset,
+             width):
     """The context units' activities for the next symbol, and their votes.
 
     Writes x_s(y) into ``feat`` (listing the non-zero entries in
@@ -285,11 +288,10 @@ def features(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ct
             sel_row[s] = found  # state 0 until the source votes: silent
         sel_row[S] = found
     sets = fsel_row.shape[0]  # the shared weight sets beside u, stacked in fsel_w: the field set's rows first
-    if sets > 0:
-        if fsel_w.shape[0] != ORDER2_SELECTING_ROWS:
-            fsel_row[0] = _field_selecting_row(hist, ctx_int, fields)
-        if fsel_w.shape[0] >= ORDER2_SELECTING_ROWS:
-            fsel_row[sets - 1] = fsel_w.shape[0] - ORDER2_SELECTING_ROWS + _order2_selecting_row(hist, ctx_int)
+    if field_fields > 0:  # the field set (field_selected_weights)
+        fsel_row[0] = _field_selecting_row(hist, ctx_int, fields, field_fields, field_positions)
+    if sets > (field_fields > 0):  # the order-2 set, after the field set's rows
+        fsel_row[sets - 1] = fsel_w.shape[0] - ORDER2_SELECTING_ROWS + _order2_selecting_row(hist, ctx_int)
     # the interpolated chain: acc(y) = scale * p_0(y) + extra[y], with extra kept sparse
     scale = 1.0
     n_list = 0

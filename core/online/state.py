@@ -100,8 +100,8 @@ class OnlineState(NamedTuple):
     sel_row: np.ndarray  # (S+1,) int64 work: each source's row for the next symbol, then the block
     fields: np.ndarray  # (2, FIELD_SLOTS + 2) int64: field starts of this line and the previous, the symbol
     # above and whether the field so far repeats the previous line's (field column; context.ABOVE, SAME)
-    # the shared weight sets beside u (context.py), rows stacked: the field set's (FIELD_SELECTING_ROWS), then the
-    # order-2 set's (ORDER2_SELECTING_ROWS), each present with its setting (context.selecting_rows)
+    # the shared weight sets beside u (context.py), rows stacked: the field set's, then the order-2 set's
+    # (ORDER2_SELECTING_ROWS), each present with its setting (context.selecting_rows)
     fsel_w: np.ndarray  # (rows, S) the weights v[row, s], or (0, S)
     fsel_h: np.ndarray  # (rows, S) their diagonal outer-product metric
     fsel_row: np.ndarray  # (sets,) int64 work: each set's row for the next symbol
@@ -172,7 +172,7 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
     NT = len(NUMBER_CONTEXTS) if config.number_context else 0  # the number source's tables
     SH = S - int(matching) - int(NT > 0)
     R = S + 1 if config.selected_weights else 0
-    rows = selecting_rows(config.field_selected_weights, config.order2_selected_weights)
+    rows = selecting_rows(config.field_set_fields, config.field_set_positions, config.order2_selected_weights)
     f, i, u16, u32 = np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.uint16), np.dtype(np.uint32)
     window, cols, per_code = (K + 2, N + 1), (N + 1, A + 1), (A + 1, N + 1, D)
     shapes = dict(
