@@ -108,7 +108,9 @@ ABLATIONS = [  # (label, configuration): one part of the default changed at a ti
     *[(f"the mixer by a plain gradient step, rate {rate:g}", replace(BYTES, selected_step="gradient", selected_rate=rate))
       for rate in (0.001, 0.003, 0.01, 0.03)],
     ("without the field-selected weights", replace(BYTES, field_selected_weights=False)),
-    ("without the order-2-selected weights (the model of preset bytes-6)", check_settings(dict(PRESETS["bytes-6"]))),
+    ("without the order-2-selected weights", replace(BYTES, order2_selected_weights=False)),
+    ("the field-selected weights' 32 rows of seqd 0.5-0.7 (no field number, positions 0-2)",
+     replace(BYTES, field_selecting_fields=1, field_selecting_positions=4)),
     # the recurrent units
     ("without the recurrent units (units=0)", replace(BYTES, units=0)),
     ("recurrent units alone (4 units, no context units)",
@@ -128,6 +130,7 @@ ABLATIONS = [  # (label, configuration): one part of the default changed at a ti
     ("without the indirect source", replace(BYTES, indirect_context=False)),
     ("without the match model", replace(BYTES, match_min=0)),
     ("without the number source", replace(BYTES, number_context=False)),
+    ("the model of preset bytes-6 (seqd 0.6)", check_settings(dict(PRESETS["bytes-6"]))),
     ("the model of preset bytes-3 (seqd 0.3)", check_settings(dict(PRESETS["bytes-3"]))),
 ]
 
