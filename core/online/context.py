@@ -76,12 +76,14 @@ contexts:
 b_s the state of source s's context (how often it was seen and how many
 distinct symbols followed it; for the match and number sources, the length
 or position of their prediction), k how many sources found their context,
-and q (``field_selected_weights``) where the next symbol falls in its field:
-16 * (the field so far repeats the line above) + 4 * min(position in it, 3)
-+ the kind of the last symbol (digit, letter, space/tab/newline, other),
+and q (``field_selected_weights``) where the next symbol falls in its line
+and field: ((min(field number, F - 1) * 2 + the field so far repeats the line
+above) * P + min(position in the field, P - 1)) * 4 + the kind of the last
+symbol (digit, letter, space/tab/newline, other), F and P the settings
+``field_selecting_fields`` and ``field_selecting_positions``,
 and o (``order2_selected_weights``) the last two symbols, hashed into 4096
-rows: the mixing weights of the PAQ compressors' mixers are selected by such
-small contexts (Mahoney, "Data Compression Explained", section 4.3).
+rows: the PAQ compressors choose their mixers' weight vectors by such small
+contexts (Mahoney, "Data Compression Explained", on context mixing).
 ``writing.selected_writing_update`` steps them first, by a Newton step in
 their outer-product metric (seed 004, Definition 14), kept per weight by
 default; the per-symbol weights then step on the error that remains.
