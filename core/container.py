@@ -71,7 +71,7 @@ PRESETS["bytes-5"] = {**PRESETS["bytes-4"], "field_selected_weights": True}  # b
 PRESETS["bytes-6"] = {**PRESETS["bytes-5"], "number_context": True}  # bytes-5, the number source
 PRESETS["bytes-7"] = {**PRESETS["bytes-6"], "order2_selected_weights": True}  # bytes-6, the order-2-selected weights
 PRESETS["bytes-8"] = {**PRESETS["bytes-7"], "field_selecting_fields": 16,  # bytes-7, the field set's rows by field
-                      "field_selecting_positions": 8}  # number (the first 16) and position in it (the first 7)
+                      "field_selecting_positions": 8}  # (0-14, then the rest) and position in it (0-6, then the rest)
 PRESET = "bytes-8"
 
 

@@ -32,9 +32,9 @@ from .online.config import SELECTED_STEPS
 from .online.codec import max_encoded_bytes
 from .online.state import state_nbytes
 
-DEFAULT_MEMORY_LIMIT = 1 << 30  # the default model decodes in about 75 MB (50 MB of state, 24 MiB of buffers)
+DEFAULT_MEMORY_LIMIT = 1 << 30  # the default model decodes in about 79 MiB (55 MiB of state, 24 MiB of buffers)
 MAX_BUILD_CHARS = 256  # the header's "build" text is quoted in error messages: a short line
-MAX_ORDERS = 16  # context orders per model (the preset has 8)
+MAX_ORDERS = 16  # context orders per model (the default has 7)
 MAX_ORDER = 64  # the longest context order: its hash reads that many symbols back at every step
 
 # inclusive bounds of each integer setting (OnlineConfig adds its own: degree <= units, ...)
