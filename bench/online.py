@@ -368,7 +368,8 @@ def _sources_driver():
                      st.ctx_want, st.ctx_cnt, st.ctx_sym, st.order0, st.acc, st.acc_list, st.acc_mark, st.match_stats,
                      st.number_int, st.number_digits, st.number_stats, st.code_of, st.numerics, st.feat, st.feat_nz,
                      st.ctx_w, st.sel_w, st.sel_row, st.fsel_w, st.fsel_row, flags[F.alphabet_cap],
-                     flags[F.context_bits], flags[F.field_set_fields], flags[F.field_set_positions], st.offset[0], width)
+                     flags[F.context_bits], flags[F.field_set_fields], flags[F.field_selecting_positions],
+                     st.offset[0], width)
             clear_features(st.ctx_int, st.feat, st.feat_nz)
             observe(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
                     st.ctx_want, st.ctx_cnt, st.ctx_sym, st.order0, st.match_stats, st.match_table, st.number_int,

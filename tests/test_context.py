@@ -240,7 +240,8 @@ def compare_with_reference(cfg, x, references, check_all=True):
     for t, symbol in enumerate(int(v) for v in x):
         width = int(st.counts[ACTIVE]) + 1
         assert not st.feat.any() and int(st.ctx_int[NNZ]) == 0  # cleared between symbols
-        with_state(features, st, cap, cfg.context_bits, cfg.field_set_fields, cfg.field_set_positions, offset, width)
+        with_state(features, st, cap, cfg.context_bits, cfg.field_set_fields, cfg.field_selecting_positions, offset,
+                   width)
         got = kernel_features(st)
         for r, (ref, storage) in enumerate(zip(references, storages)):
             for s in hashed:

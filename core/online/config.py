@@ -57,7 +57,7 @@ FLAGS = (
     "match_min",
     "selected_method",
     "field_set_fields",
-    "field_set_positions",
+    "field_selecting_positions",
 )
 
 
@@ -233,11 +233,6 @@ class OnlineConfig:
     def field_set_fields(self) -> int:
         """The field numbers the field-selected weights tell apart, 0 without them (the kernels' test for the set)."""
         return self.field_selecting_fields if self.field_selected_weights else 0
-
-    @property
-    def field_set_positions(self) -> int:
-        """The positions in a field the field-selected weights tell apart."""
-        return self.field_selecting_positions
 
     @property
     def leak(self) -> float:

@@ -292,7 +292,7 @@ def features(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ct
     sets = fsel_row.shape[0]  # the shared weight sets beside u, stacked in fsel_w: the field set's rows first
     if field_fields > 0:  # the field set (field_selected_weights)
         fsel_row[0] = _field_selecting_row(hist, ctx_int, fields, field_fields, field_positions)
-    if sets > (field_fields > 0):  # the order-2 set, after the field set's rows
+    if sets == 2 or (sets == 1 and field_fields == 0):  # the order-2 set, after the field set's rows
         fsel_row[sets - 1] = fsel_w.shape[0] - ORDER2_SELECTING_ROWS + _order2_selecting_row(hist, ctx_int)
     # the interpolated chain: acc(y) = scale * p_0(y) + extra[y], with extra kept sparse
     scale = 1.0

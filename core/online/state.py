@@ -172,7 +172,7 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
     NT = len(NUMBER_CONTEXTS) if config.number_context else 0  # the number source's tables
     SH = S - int(matching) - int(NT > 0)
     R = S + 1 if config.selected_weights else 0
-    rows = selecting_rows(config.field_set_fields, config.field_set_positions, config.order2_selected_weights)
+    rows = selecting_rows(config.field_set_fields, config.field_selecting_positions, config.order2_selected_weights)
     f, i, u16, u32 = np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.uint16), np.dtype(np.uint32)
     window, cols, per_code = (K + 2, N + 1), (N + 1, A + 1), (A + 1, N + 1, D)
     shapes = dict(

@@ -54,7 +54,7 @@ def predict_step(st, flags):
                  st.ctx_want, st.ctx_cnt, st.ctx_sym, st.order0, st.acc, st.acc_list, st.acc_mark, st.match_stats,
                  st.number_int, st.number_digits, st.number_stats, st.code_of, st.numerics, st.feat, st.feat_nz,
                  st.ctx_w, st.sel_w, st.sel_row, st.fsel_w, st.fsel_row, flags[F.alphabet_cap], flags[F.context_bits],
-                 flags[F.field_set_fields], flags[F.field_set_positions],
+                 flags[F.field_set_fields], flags[F.field_selecting_positions],
                  st.offset[k], width)
     softmax_offset_into(st.a[k], st.w[:, :width], st.offset[k], st.pi[k, :width], st.numerics)
     return width
