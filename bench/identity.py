@@ -41,6 +41,13 @@ from common import ROOT, command_line, machine, report  # noqa: E402
 LOGS = ROOT.parent / "shared" / "data" / "logs"
 GLNN_FLAGS = ["--context-orders", "", "--no-column-context", "--no-field-column-context", "--no-word-context",
               "--no-indirect-context", "--no-number-context", "--match-min", "0", "--units", "32"]  # seqd 0.6 and later
+MAPS_OFF = "--no-probability-maps"  # seqd 0.9 and later: the GLNN's prediction as it is, not refined
+
+
+def glnn_flags(seqd: str) -> list[str]:
+    """:data:`GLNN_FLAGS`, and the probability maps switched off where the installation has them."""
+    helps = subprocess.run([seqd, "eval", "--help"], capture_output=True, text=True).stdout
+    return GLNN_FLAGS + ([MAPS_OFF] if MAPS_OFF in helps else [])
 
 
 def this_seqd() -> str:
@@ -66,7 +73,7 @@ def measure(seqd: str, files: list[Path]) -> dict:
         if proc.returncode != 0:
             raise SystemExit(f"{seqd} compress failed on {path}:\n{proc.stderr.decode(errors='replace')}")
         digests[path.name] = (len(proc.stdout), hashlib.sha256(proc.stdout).hexdigest())
-    return {"bytes_default": eval_bits([]), "glnn": eval_bits(GLNN_FLAGS), "sqd": digests}
+    return {"bytes_default": eval_bits([]), "glnn": eval_bits(glnn_flags(seqd)), "sqd": digests}
 
 
 def table(files: list[Path], ours: dict, theirs: dict | None) -> tuple[str, bool]:

@@ -97,7 +97,9 @@ def logs(args) -> str:
 
 
 ABLATIONS = [  # (label, configuration): one part of the default changed at a time
-    ("default: 4 recurrent units, all context units, the mixer", BYTES),
+    ("default: 4 recurrent units, all context units, the mixer, the probability maps", BYTES),
+    # the probability maps (maps.py)
+    ("without the probability maps", replace(BYTES, probability_maps=False)),
     # the mixer (context.py, writing.py)
     ("without the mixer: per-symbol context weights alone",
      replace(BYTES, selected_weights=False)),
@@ -109,13 +111,15 @@ ABLATIONS = [  # (label, configuration): one part of the default changed at a ti
       for rate in (0.001, 0.003, 0.01, 0.03)],
     ("without the field-selected weights", replace(BYTES, field_selected_weights=False)),
     ("without the order-2-selected weights", replace(BYTES, order2_selected_weights=False)),
+    ("without the unit-selected weights", replace(BYTES, unit_selected_weights=False)),
     ("the field-selected weights' 32 rows of seqd 0.5-0.7 (no field number, positions 0-2)",
      replace(BYTES, field_selecting_fields=1, field_selecting_positions=4)),
     # the recurrent units
-    ("without the recurrent units (units=0)", replace(BYTES, units=0)),
-    ("recurrent units alone (4 units, no context units)",
+    ("without the recurrent units (units=0, and so the unit-selected weights)", replace(BYTES, units=0)),
+    ("recurrent units alone (4 units, no context units, no maps)",
      replace(BYTES, context_orders=(), column_context=False, field_column_context=False, word_context=False,
-             indirect_context=False, number_context=False, match_min=0, selected_weights=False)),
+             indirect_context=False, number_context=False, match_min=0, selected_weights=False,
+             probability_maps=False)),
     ("seed 000's GLNN alone, 32 units (OnlineConfig())", OnlineConfig()),
     # the context sources, one at a time
     *[(f"without order {k}", replace(BYTES, context_orders=tuple(o for o in BYTES.context_orders if o != k)))
@@ -130,6 +134,7 @@ ABLATIONS = [  # (label, configuration): one part of the default changed at a ti
     ("without the indirect source", replace(BYTES, indirect_context=False)),
     ("without the match model", replace(BYTES, match_min=0)),
     ("without the number source", replace(BYTES, number_context=False)),
+    ("the model of preset bytes-8 (seqd 0.8)", check_settings(dict(PRESETS["bytes-8"]))),
     ("the model of preset bytes-6 (seqd 0.6)", check_settings(dict(PRESETS["bytes-6"]))),
     ("the model of preset bytes-3 (seqd 0.3)", check_settings(dict(PRESETS["bytes-3"]))),
 ]
@@ -368,8 +373,7 @@ def _sources_driver():
                      st.ctx_want, st.ctx_cnt, st.ctx_sym, st.order0, st.acc, st.acc_list, st.acc_mark, st.match_stats,
                      st.number_int, st.number_digits, st.number_stats, st.code_of, st.numerics, st.feat, st.feat_nz,
                      st.ctx_w, st.sel_w, st.sel_row, st.fsel_w, st.fsel_row, flags[F.alphabet_cap],
-                     flags[F.context_bits], flags[F.field_set_fields], flags[F.field_selecting_positions],
-                     st.offset[0], width)
+                     flags[F.context_bits], st.offset[0], width)
             clear_features(st.ctx_int, st.feat, st.feat_nz)
             observe(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
                     st.ctx_want, st.ctx_cnt, st.ctx_sym, st.order0, st.match_stats, st.match_table, st.number_int,

@@ -26,7 +26,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         "its prequential code length: bits per byte, total bits, throughput and memory. The defaults are "
         "the byte-stream model (OnlineConfig.bytes_default(): a small GLNN plus context units and their mixer), the same for "
         "every input; --context-orders '' --no-column-context --no-field-column-context --no-word-context "
-        "--no-indirect-context --no-number-context --match-min 0 --units 32 gives seed 000's GLNN alone."
+        "--no-indirect-context --no-number-context --match-min 0 --no-probability-maps --units 32 gives seed 000's "
+        "GLNN alone."
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     defaults = OnlineConfig.bytes_default()

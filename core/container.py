@@ -60,6 +60,7 @@ PRESETS = {
         "number_context": False,  # nor the number source
         "order2_selected_weights": False,  # nor the mixer's order-2-selected weights
         "field_selecting_fields": 1, "field_selecting_positions": 4,  # the field set's rows of bytes-5 to bytes-7
+        "unit_selected_weights": False, "probability_maps": False,  # nor the unit set and the probability maps
     },
 }
 PRESETS["bytes-2"] = {**PRESETS["bytes-1"], "numerics": "ieee"}  # bytes-1 with seqd's own exp/log/tanh
@@ -72,7 +73,9 @@ PRESETS["bytes-6"] = {**PRESETS["bytes-5"], "number_context": True}  # bytes-5, 
 PRESETS["bytes-7"] = {**PRESETS["bytes-6"], "order2_selected_weights": True}  # bytes-6, the order-2-selected weights
 PRESETS["bytes-8"] = {**PRESETS["bytes-7"], "field_selecting_fields": 16,  # bytes-7, the field set's rows by field
                       "field_selecting_positions": 8}  # (0-14, then the rest) and position in it (0-6, then the rest)
-PRESET = "bytes-8"
+PRESETS["bytes-9"] = {**PRESETS["bytes-8"], "unit_selected_weights": True,  # bytes-8, the unit-selected weights
+                      "probability_maps": True}  # and the probability maps
+PRESET = "bytes-9"
 
 
 class FormatError(ValueError):

@@ -79,7 +79,8 @@ CHOICES = {
     "numerics": tuple(NUMERICS),  # the container takes "libm" from format 1 files only (container.read_header)
 }
 BOOLS = ("column_context", "word_context", "field_column_context", "indirect_context", "selected_weights",
-         "field_selected_weights", "number_context", "order2_selected_weights")
+         "field_selected_weights", "number_context", "order2_selected_weights", "unit_selected_weights",
+         "probability_maps")
 NULLABLE = ("transition_rate",)
 META_KEYS = {"preset": str, "config": dict, "block_size": int, "build": str}
 REQUIRED_META = ("preset", "config", "block_size")

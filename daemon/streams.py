@@ -53,7 +53,8 @@ PRESETS = {
 
 # Earlier versions of a preset, for streams an older seqd created with it: such a stream keeps its model, and
 # a create with exist_ok that names the preset still finds it.  What each earlier "bytes" had instead of today's:
-_BYTES_0_7 = dict(field_selecting_fields=1, field_selecting_positions=4)
+_BYTES_0_8 = dict(unit_selected_weights=False, probability_maps=False)
+_BYTES_0_7 = dict(_BYTES_0_8, field_selecting_fields=1, field_selecting_positions=4)
 _BYTES_0_6 = dict(_BYTES_0_7, order2_selected_weights=False)
 _BYTES_0_5 = dict(_BYTES_0_6, number_context=False)
 _BYTES_0_4 = dict(_BYTES_0_5, field_selected_weights=False)
@@ -61,7 +62,7 @@ _BYTES_0_3 = dict(_BYTES_0_4, context_orders=(1, 2, 3, 4, 6, 8, 12, 16), field_c
                   indirect_context=False)
 _BYTES_0_2 = dict(_BYTES_0_3, selected_weights=False)  # and no mixer
 EARLIER = {"bytes": tuple((lambda before: lambda **overrides: OnlineConfig.bytes_default(**{**before, **overrides}))(b)
-                          for b in (_BYTES_0_7, _BYTES_0_6, _BYTES_0_5, _BYTES_0_4, _BYTES_0_3, _BYTES_0_2))}
+                          for b in (_BYTES_0_8, _BYTES_0_7, _BYTES_0_6, _BYTES_0_5, _BYTES_0_4, _BYTES_0_3, _BYTES_0_2))}
 
 
 def is_earlier_preset(config: OnlineConfig, preset: str | None, overrides: dict | None) -> bool:

@@ -102,6 +102,11 @@ REGISTRY: list[Entry] = [
     Entry("order2-selected", lambda: OnlineConfig(units=2, degree=1, alphabet_cap=256, window=5, **SOURCES, **TABLES,
                                                   field_column_context=True, selected_weights=True,
                                                   field_selected_weights=True, order2_selected_weights=True)),
+    Entry("units-selected-maps", lambda: OnlineConfig(units=3, degree=2, alphabet_cap=256, window=5, **SOURCES,
+                                                      **TABLES, field_column_context=True, selected_weights=True,
+                                                      field_selected_weights=True, order2_selected_weights=True,
+                                                      unit_selected_weights=True, probability_maps=True)),
+    Entry("maps", lambda: OnlineConfig(units=2, degree=1, alphabet_cap=64, window=5, probability_maps=True)),
     Entry("number", lambda: OnlineConfig(units=2, degree=1, alphabet_cap=256, window=5, **SOURCES, **TABLES,
                                          number_context=True, selected_weights=True)),
     # the mixer (selected weights) by each of its steps: diagonal metric (the default), block metric, gradient

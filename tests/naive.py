@@ -1100,3 +1100,51 @@ def selected_weights_step(method, P, h, u, x, curv, err, discount, prior, rate, 
         total = total + step2
         after += [h2, v + rate * step2]
     return (P, h, u + rate * step, err - curv * (x.T @ (rate * total)), *after)
+
+
+class ProbabilityMaps:
+    """The probability maps of ``core/online/maps.py``, written from their description with dictionaries.
+
+    ``refine`` takes the mix's prediction (a list over the active codes),
+    the match source's length and the code of the symbol it predicts, and the
+    field set's row (0 without it); it returns the refined prediction.
+    ``learn`` takes the code that came.
+    """
+
+    KNOTS = 17
+
+    def __init__(self):
+        self.tables = {}  # (map, row) -> estimates at the knots
+        self.counts = {}
+        self.last = None
+
+    def _table(self, key):
+        if key not in self.tables:
+            self.tables[key] = [1.0 / (1.0 + math.exp(-(j - 8.0))) for j in range(self.KNOTS)]
+            self.counts[key] = [0.0] * self.KNOTS
+        return self.tables[key]
+
+    def refine(self, pi, match_length, match_code, field_row):
+        top = max(range(len(pi)), key=lambda y: (pi[y], -y))  # the most probable, the lowest code on a tie
+        p = pi[top]
+        x = 16.0 if p >= 1.0 else min(max(math.log(p / (1.0 - p)), -8.0), 8.0) + 8.0
+        j = min(int(x), self.KNOTS - 2)
+        f = x - j
+        keys = (("A", match_bucket(match_length) * 2 + (1 if match_length > 0 and match_code == top else 0)),
+                ("B", field_row * 4 + min(match_length, 3)))
+        estimates = [(1 - f) * self._table(key)[j] + f * self._table(key)[j + 1] for key in keys]
+        q = (2 * p + sum(estimates)) / 4
+        self.last = (top, j, f, keys)
+        if p >= 1.0:
+            return list(pi)
+        return [q if y == top else pi[y] * (1 - q) / (1 - p) for y in range(len(pi))]
+
+    def learn(self, code):
+        top, j, f, keys = self.last
+        hit = 1.0 if code == top else 0.0
+        for key in keys:
+            table, counts = self._table(key), self.counts[key]
+            for knot, share in ((j, 1 - f), (j + 1, f)):
+                rate = max(1.0 / (counts[knot] + 1.5), 1.0 / 200)
+                table[knot] += rate * share * (hit - table[knot])
+                counts[knot] = min(counts[knot] + share, 255.0)

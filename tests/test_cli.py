@@ -52,10 +52,10 @@ def test_eval_reports_the_learners_code_length(tmp_path, capsys):
     assert result["bytes"] == len(data)
     assert result["bits"] == pytest.approx(float(np.sum(expected)), rel=1e-12)
     assert out["config"]["units"] == 6 and out["overall"]["bits_per_byte"] < 8
-    # seed 000's GLNN alone, through the flags that switch the context units off
+    # seed 000's GLNN alone, through the flags that switch the context units and the probability maps off
     assert main(["eval", str(path), "--units", "6", "--context-orders", "", "--no-column-context",
                  "--no-field-column-context", "--no-word-context", "--no-indirect-context", "--no-number-context",
-                 "--match-min", "0",
+                 "--match-min", "0", "--no-probability-maps",
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     expected = OnlineLearner(OnlineConfig(units=6, alphabet_cap=256)).learn(data)

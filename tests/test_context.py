@@ -55,6 +55,7 @@ from seqd.core.online.context import (
     features,
     observe,
 )
+from seqd.core.online.selecting import set_rows
 from seqd.core.online.alphabet import activate_symbol
 from seqd.core.online.hashing import absorb, finalize
 from seqd.core.online.numbers import AFTER as NUMBER_AFTER
@@ -64,7 +65,7 @@ from seqd.core.online.numbers import N_BUCKET, N_KEY, N_PREDICTED, N_RUN, N_VOTE
 from seqd.core.online.numbers import TAG as NUMBER_TAG
 from seqd.core.online.config import SELECTED_STEPS, H
 from seqd.core.online.writing import context_writing_update, selected_writing_update, writing_step
-from seqd.core.online.state import ACTIVE, ETA_W, SYMBOLS, OnlineState, new_state
+from seqd.core.online.state import ACTIVE, ETA_W, SYMBOLS, WINDOW_POS, OnlineState, new_state
 
 REL = 1e-12
 
@@ -122,6 +123,7 @@ KINDS["mixed"] = dict(KINDS["selected"], field_selected_weights=True)  # every s
 KINDS["order2"] = dict(KINDS["selected"], order2_selected_weights=True)  # the order-2-selected set alone
 KINDS["mixed-order2"] = dict(KINDS["mixed"], order2_selected_weights=True)  # the mixer of preset bytes-7
 KINDS["mixed-fields"] = dict(KINDS["mixed-order2"], field_selecting_fields=3, field_selecting_positions=5)  # the whole
+KINDS["mixed-units"] = dict(KINDS["mixed-fields"], units=3, degree=1, unit_selected_weights=True)  # and the unit set
 NUMBER_KINDS = {  # the number source alone, and beside every other source and the whole mixer
     "number": dict(number_context=True, count_limit=9),
     "number-mixed": dict(KINDS["mixed"], number_context=True),
@@ -236,12 +238,16 @@ def compare_with_reference(cfg, x, references, check_all=True):
     hashed = [s for s, (kind, _) in enumerate(cfg.sources) if kind not in (MATCH, NUMBER)]
     storages = [Storage(ref) for ref in references]
     offset = np.zeros(cap + 1)
+    units = np.random.default_rng(9)
     first_disagreement = [None] * len(references)
     for t, symbol in enumerate(int(v) for v in x):
         width = int(st.counts[ACTIVE]) + 1
         assert not st.feat.any() and int(st.ctx_int[NNZ]) == 0  # cleared between symbols
-        with_state(features, st, cap, cfg.context_bits, cfg.field_set_fields, cfg.field_selecting_positions, offset,
-                   width)
+        a_t = st.a[int(st.counts[WINDOW_POS])]
+        a_t[1:] = units.normal(0.0, 1.0, cfg.units)  # the units' activities (this harness does not evolve them)
+        set_rows(st.hist, st.ctx_int, st.fields, a_t, st.fsel_row, cfg.field_set_fields,
+                 cfg.field_selecting_positions, cfg.order2_selected_weights, cfg.unit_set_units)
+        with_state(features, st, cap, cfg.context_bits, offset, width)
         got = kernel_features(st)
         for r, (ref, storage) in enumerate(zip(references, storages)):
             for s in hashed:
@@ -268,13 +274,16 @@ def compare_with_reference(cfg, x, references, check_all=True):
                     assert st.sel_row.tolist() == rows + [k], f"position {t}: the mixer's rows"
                     mixed += st.sel_w[rows, np.arange(len(cfg.sources))]
                     size += np.abs(st.sel_w[rows, np.arange(len(cfg.sources))])
-                rows = []  # the shared sets' rows, stacked in fsel_w: the field set's 32, then the order-2 set's
+                rows = []  # the shared sets' rows, stacked in fsel_w: the field set's, the order-2 set's, the unit set's
                 if cfg.field_selected_weights:
                     rows.append(ref.field_selecting_row(cfg.field_selecting_fields, cfg.field_selecting_positions))
+                field_rows = cfg.field_set_fields * 2 * cfg.field_selecting_positions * 4
                 if cfg.order2_selected_weights:
-                    field_rows = cfg.field_set_fields * 2 * cfg.field_selecting_positions * 4
                     rows.append(field_rows + ref.order2_selecting_row())
-                assert st.fsel_row.tolist() == rows, f"position {t}: the field- and order-2-selected rows"
+                if cfg.unit_selected_weights:  # the signs of the units' activities, unit i as bit i - 1
+                    signs = sum(1 << i for i in range(cfg.units) if a_t[i + 1] > 0.0)
+                    rows.append(field_rows + 4096 * cfg.order2_selected_weights + signs)
+                assert st.fsel_row.tolist() == rows, f"position {t}: the shared sets' rows"
                 for q in rows:
                     mixed += st.fsel_w[q]
                     size += np.abs(st.fsel_w[q])
@@ -312,7 +321,7 @@ CASES = [("roomy", kind, stream) for kind in KINDS for stream in STREAMS] + \
 
 @pytest.mark.parametrize("size,kind,stream", CASES, ids=["-".join(c) for c in CASES])
 def test_features_match_the_dictionary_reference(size, kind, stream):
-    cfg = OnlineConfig(**(ROOMY if size == "roomy" else CRAMPED), **KINDS[kind])
+    cfg = OnlineConfig(**{**(ROOMY if size == "roomy" else CRAMPED), **KINDS[kind]})
     x = STREAMS[stream]()
     ref = reference_for(cfg)
     st, (storage,), _ = compare_with_reference(cfg, x, [ref])
@@ -868,7 +877,8 @@ def test_the_field_selected_weights_read_as_off_without_the_mixer_or_the_field_c
     for kwargs in (dict(selected_weights=False), dict(field_column_context=False)):
         cfg = OnlineConfig.bytes_default(**kwargs, context_bits=10, history_bits=10, match_bits=10)
         assert cfg.field_selected_weights is False
-        assert new_state(cfg).fsel_w.shape[0] == 4096 * cfg.order2_selected_weights  # the order-2 set's rows alone
+        # the order-2 set's rows and the unit set's alone
+        assert new_state(cfg).fsel_w.shape[0] == 4096 * cfg.order2_selected_weights + 16 * cfg.unit_selected_weights
     assert OnlineConfig.bytes_default().field_selected_weights is True
 
 
@@ -901,8 +911,20 @@ def test_the_order2_selected_weights_read_as_off_without_the_mixer():
     cfg = OnlineConfig.bytes_default(selected_weights=False, context_bits=10, history_bits=10, match_bits=10)
     assert cfg.order2_selected_weights is False and new_state(cfg).fsel_w.shape[0] == 0
     alone = OnlineConfig.bytes_default(field_column_context=False, context_bits=10, history_bits=10, match_bits=10)
-    assert alone.order2_selected_weights is True and new_state(alone).fsel_w.shape[0] == 4096
+    assert alone.order2_selected_weights is True and new_state(alone).fsel_w.shape[0] == 4096 + 16  # and the units'
     assert OnlineConfig.bytes_default().order2_selected_weights is True
+
+
+def test_the_unit_selected_weights_read_as_off_without_the_mixer_or_the_units_and_use_eight_at_most():
+    small = dict(context_bits=10, history_bits=10, match_bits=10)
+    for kwargs in (dict(selected_weights=False), dict(units=0)):
+        cfg = OnlineConfig.bytes_default(**kwargs, **small)
+        assert cfg.unit_selected_weights is False and cfg.unit_set_units == 0
+    default = OnlineConfig.bytes_default(**small)
+    assert default.unit_selected_weights is True and default.unit_set_units == 4
+    assert new_state(default).fsel_row.shape == (3,)
+    many = OnlineConfig.bytes_default(units=12, **small)
+    assert many.unit_set_units == 8 and new_state(many).fsel_w.shape[0] == 1024 + 4096 + 256
 
 
 # -- 6. configuration ----------------------------------------------------------------------------

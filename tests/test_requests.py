@@ -166,7 +166,8 @@ def test_create_again_with_exist_ok(daemon):
     assert daemon("create", stream="x", preset="nope").code == P.BAD_CONFIG
 
 
-BYTES_0_7 = {"field_selecting_fields": 1, "field_selecting_positions": 4}
+BYTES_0_8 = {"unit_selected_weights": False, "probability_maps": False}
+BYTES_0_7 = {**BYTES_0_8, "field_selecting_fields": 1, "field_selecting_positions": 4}
 BYTES_0_6 = {**BYTES_0_7, "order2_selected_weights": False}
 BYTES_0_5 = {**BYTES_0_6, "number_context": False}
 BYTES_0_4 = {**BYTES_0_5, "field_selected_weights": False}
@@ -176,11 +177,11 @@ BYTES_0_3 = {**BYTES_0_4, "context_orders": [1, 2, 3, 4, 6, 8, 12, 16], "field_c
 
 @pytest.mark.parametrize("version, before", [("0.2", {**BYTES_0_3, "selected_weights": False}), ("0.3", BYTES_0_3),
                                              ("0.4", BYTES_0_4), ("0.5", BYTES_0_5), ("0.6", BYTES_0_6),
-                                             ("0.7", BYTES_0_7)])
+                                             ("0.7", BYTES_0_7), ("0.8", BYTES_0_8)])
 def test_exist_ok_finds_a_stream_an_earlier_seqd_made_with_the_preset(daemon, version, before):
     """A stream created by seqd 0.2 (no mixer), 0.3 (no field column or indirect source, order 8), 0.4 (no
-    field-selected weights), 0.5 (no number source), 0.6 (no order-2-selected weights) or 0.7 (the field set's
-    32 rows) with the "bytes" preset is that preset's stream, as it was made."""
+    field-selected weights), 0.5 (no number source), 0.6 (no order-2-selected weights), 0.7 (the field set's
+    32 rows) or 0.8 (no unit-selected weights, no probability maps) with the "bytes" preset is that preset's stream, as it was made."""
     daemon.create("old", {**SMALL_BYTES, **before})  # the model that seqd made for "bytes"
     again = daemon("create", stream="old", exist_ok=True, preset="bytes", config=SMALL_BYTES)
     assert again.ok and again.result["created"] is False

@@ -15,8 +15,8 @@ import numpy as np
 from .. import coder
 from ..jit import kernel
 from .config import F
-from .state import ACTIVE, WINDOW_POS
-from .steps import learn_step, predict_step
+from .state import ACTIVE
+from .steps import coded, learn_step, predict_step
 
 
 @kernel
@@ -35,7 +35,7 @@ def encode_symbols(st, hyper, flags, symbols, cst, out, freq):
         symbol = symbols[t]
         width = predict_step(st, flags)
         first = 1 if st.counts[ACTIVE] == cap else 0
-        total = coder.quantize(st.pi[st.counts[WINDOW_POS]], first, width, freq)
+        total = coder.quantize(coded(st), first, width, freq)
         code = st.code_of[symbol]
         coder.encode(cst, out, _interval(freq, code), freq[code], total)
         if code == 0:
@@ -63,7 +63,7 @@ def decode_symbols(st, hyper, flags, data, cst, out, freq):
             return t
         width = predict_step(st, flags)
         first = 1 if st.counts[ACTIVE] == cap else 0
-        total = coder.quantize(st.pi[st.counts[WINDOW_POS]], first, width, freq)
+        total = coder.quantize(coded(st), first, width, freq)
         v = coder.target(cst, total)
         code = 0
         start = 0

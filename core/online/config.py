@@ -22,6 +22,7 @@ from ..kernels.backward import RBPM, RUOP
 from ..kernels.elementary import NUMERICS
 from ..model import ACTIVATIONS
 from .context import COLUMN, FIELD_COLUMN, FIELD_SLOTS, INDIRECT, MATCH, NUMBER, ORDER, WORD
+from .selecting import UNIT_SELECTING_UNITS
 
 # the mixer's steps (writing.selected_writing_update): a diagonal outer-product metric per weight, one full
 # outer-product block per number of sources found (Sherman-Morrison), or no metric (a plain gradient step)
@@ -58,6 +59,9 @@ FLAGS = (
     "selected_method",
     "field_set_fields",
     "field_selecting_positions",
+    "order2_selected_weights",
+    "unit_set_units",
+    "probability_maps",
 )
 
 
@@ -121,6 +125,9 @@ class OnlineConfig:
     order2_selected_weights: bool = False  # a third set, selected by the last two symbols (hashed)
     field_selecting_fields: int = 1  # the field set's rows tell apart the first n fields of a line (the rest share)
     field_selecting_positions: int = 4  # and the first n - 1 positions in a field (the rest share one)
+    unit_selected_weights: bool = False  # a fourth set, selected by the signs of the recurrent units (up to 8)
+    # the prediction refined by two adaptive probability maps (maps.py) before it is scored and coded
+    probability_maps: bool = False
     # exp/log/tanh: "ieee", seqd's own (kernels/elementary.py), the same bits on every machine; "libm", the
     # C library's, which only format 1 .sqd files need (docs/format.md)
     numerics: str = "ieee"
@@ -131,7 +138,8 @@ class OnlineConfig:
         settings = dict(units=4, context_orders=(1, 2, 3, 4, 6, 12, 16), column_context=True,
                         field_column_context=True, word_context=True, indirect_context=True, match_min=6,
                         selected_weights=True, field_selected_weights=True, number_context=True,
-                        order2_selected_weights=True, field_selecting_fields=16, field_selecting_positions=8)
+                        order2_selected_weights=True, field_selecting_fields=16, field_selecting_positions=8,
+                        unit_selected_weights=True, probability_maps=True)
         settings.update(overrides)
         return cls(**settings)
 
@@ -168,6 +176,8 @@ class OnlineConfig:
                              f"[1, 64], got {self.field_selecting_fields} and {self.field_selecting_positions}")
         if self.order2_selected_weights and not self.selected_weights:
             object.__setattr__(self, "order2_selected_weights", False)  # no mixer
+        if self.unit_selected_weights and not (self.selected_weights and self.units > 0):
+            object.__setattr__(self, "unit_selected_weights", False)  # no mixer, or no units to select by
         if not (math.isfinite(self.selected_prior) and self.selected_prior > 0.0):
             raise ValueError(f"selected_prior must be finite and > 0, got {self.selected_prior}")
         if not (math.isfinite(self.selected_rate) and self.selected_rate > 0.0):
@@ -233,6 +243,11 @@ class OnlineConfig:
     def field_set_fields(self) -> int:
         """The field numbers the field-selected weights tell apart, 0 without them (the kernels' test for the set)."""
         return self.field_selecting_fields if self.field_selected_weights else 0
+
+    @property
+    def unit_set_units(self) -> int:
+        """The units whose signs select the unit set's row, 0 without it (the kernels' test for the set)."""
+        return min(self.units, UNIT_SELECTING_UNITS) if self.unit_selected_weights else 0
 
     @property
     def leak(self) -> float:

@@ -71,7 +71,7 @@ alphabets they are harmless and can be switched off.
 vote also carries weights shared by all symbols, chosen by small selecting
 contexts:
 
-    sum_s x_s(y) (c_sy + u[r_s, s] + v[q, s] + z[o, s]),   r_s = b_s * (S + 1) + k,
+    sum_s x_s(y) (c_sy + u[r_s, s] + v[q, s] + o[m, s] + z[n, s]),   r_s = b_s * (S + 1) + k,
 
 b_s the state of source s's context (how often it was seen and how many
 distinct symbols followed it; for the match and number sources, the length
@@ -81,9 +81,12 @@ and field: ((min(field number, F - 1) * 2 + the field so far repeats the line
 above) * P + min(position in the field, P - 1)) * 4 + the kind of the last
 symbol (digit, letter, space/tab/newline, other), F and P the settings
 ``field_selecting_fields`` and ``field_selecting_positions``,
-and o (``order2_selected_weights``) the last two symbols, hashed into 4096
-rows: the PAQ compressors choose their mixers' weight vectors by such small
-contexts (Mahoney, "Data Compression Explained", on context mixing).
+m (``order2_selected_weights``) the last two symbols, hashed into 4096
+rows, and n (``unit_selected_weights``) the signs of the recurrent units'
+activities a_1 ... a_U (U = min(units, 8), 2^U rows): the recurrent state
+chooses a weight vector of the mix.  The PAQ compressors choose their
+mixers' weight vectors by such small contexts (Mahoney, "Data Compression
+Explained", on context mixing).
 ``writing.selected_writing_update`` steps them first, by a Newton step in
 their outer-product metric (seed 004, Definition 14), kept per weight by
 default; the per-symbol weights then step on the error that remains.
@@ -115,27 +118,6 @@ MATCH_VERIFY = 32  # longest length credited to a match found by hash (it grows 
 # the selected weights' source states b_s: 0 for a source that does not vote, 1..14 for a count source's
 # (total, distinct) (_count_state), 2..16 for the match source's length (1 + its bucket, the long ones merged)
 SELECTING_BUCKETS = 17
-# the field-selected weights' rows: (field number: the first field_selecting_fields one by one, the later ones
-# with the last) x (field so far the previous line's: 0/1) x (position in the field: the first
-# field_selecting_positions - 1 one by one, the later ones together) x (the last symbol: digit, letter,
-# space/tab/newline, anything else); with 1 field and 4 positions, the 32 rows of presets bytes-5 to bytes-7
-# the order-2-selected weights' rows: (257 (x_1 mod 257) + (x_2 mod 257)) mod ORDER2_MODULUS, x_1 the last symbol and
-# x_2 the one before (EMPTY before the stream: 256); a prime below 4096 spreads the pairs of bytes over the rows
-ORDER2_SELECTING_ROWS = 4096
-ORDER2_MODULUS = 4093
-
-
-def selecting_rows(field_fields: int, field_positions: int, order2: bool) -> int:
-    """Rows of the shared weight sets beside u (``fsel_w``): the field set's (none with ``field_fields`` 0), then
-    the order-2 set's."""
-    return field_fields * 2 * field_positions * 4 + ORDER2_SELECTING_ROWS * order2
-
-
-@inline_kernel
-def _order2_selecting_row(hist, ctx_int):
-    """The order-2-selected weights' row for the next symbol (ORDER2_SELECTING_ROWS; the last two symbols)."""
-    pos = ctx_int[POS]
-    return (257 * (history(hist, pos, 1) % 257) + history(hist, pos, 2) % 257) % ORDER2_MODULUS
 
 
 @inline_kernel
@@ -246,35 +228,19 @@ def _count_state(n, u):
     return 13 if n < 16 else 14
 
 
-@inline_kernel
-def _field_selecting_row(hist, ctx_int, fields, n_fields, n_positions):
-    """The field-selected weights' row for the next symbol (``selecting_rows``; the field column's state)."""
-    last = history(hist, ctx_int[POS], 1)
-    kind = 3
-    if 48 <= last <= 57:
-        kind = 0
-    elif (65 <= last <= 90) or (97 <= last <= 122):
-        kind = 1
-    elif last == 32 or last == 9 or last == NEWLINE:
-        kind = 2
-    f = min(ctx_int[FIELD], FIELD_SLOTS - 1)
-    position = min(ctx_int[POS] - fields[0, f], n_positions - 1)
-    return ((min(f, n_fields - 1) * 2 + fields[0, SAME]) * n_positions + position) * 4 + kind
-
-
 @kernel
 def features(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, ctx_cnt, ctx_sym,
              order0, acc, acc_list, acc_mark, match_stats, number_int, number_digits, number_stats, code_of, numerics,
-             feat, feat_nz, ctx_w, sel_w, sel_row, fsel_w, fsel_row, cap, bits, field_fields, field_positions, offset,
-             width):
+             feat, feat_nz, ctx_w, sel_w, sel_row, fsel_w, fsel_row, cap, bits, offset, width):
     """The context units' activities for the next symbol, and their votes.
 
     Writes x_s(y) into ``feat`` (listing the non-zero entries in
     ``feat_nz``) and ``offset[y] = sum_s x_s(y) c_sy`` over the active
     codes ``y < width``, plus ``x_s(y) u[r_s, s]`` with the selected weights
     (their rows r_s, then the block k, in ``sel_row``) and ``x_s(y) v[q, s]``
-    with the field- and order-2-selected ones (one row of each set in
-    ``fsel_row``).
+    with each other shared set (the field-, order-2- and unit-selected
+    weights, one row of each in ``fsel_row``, which ``selecting.set_rows``
+    wrote).
     """
     locate(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, bits)
     S = ctx_kind.shape[0]
@@ -289,11 +255,7 @@ def features(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ct
         for s in range(S):
             sel_row[s] = found  # state 0 until the source votes: silent
         sel_row[S] = found
-    sets = fsel_row.shape[0]  # the shared weight sets beside u, stacked in fsel_w: the field set's rows first
-    if field_fields > 0:  # the field set (field_selected_weights)
-        fsel_row[0] = _field_selecting_row(hist, ctx_int, fields, field_fields, field_positions)
-    if sets == 2 or (sets == 1 and field_fields == 0):  # the order-2 set, after the field set's rows
-        fsel_row[sets - 1] = fsel_w.shape[0] - ORDER2_SELECTING_ROWS + _order2_selecting_row(hist, ctx_int)
+    sets = fsel_row.shape[0]  # the shared weight sets beside u, stacked in fsel_w (set_rows)
     # the interpolated chain: acc(y) = scale * p_0(y) + extra[y], with extra kept sparse
     scale = 1.0
     n_list = 0

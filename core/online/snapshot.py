@@ -21,24 +21,28 @@ from ..kernels.elementary import numerics_marker
 from .config import OnlineConfig
 from .context import (ABOVE, EMPTY, FIELD, FIELD_SLOTS, LINE_START, MATCH_LEN, MATCH_PTR,
                       NNZ, ORDER0_TOTAL, POS, PREV_LINE_LEN, PREV_LINE_START, SAME)
+from .maps import MAP_COUNT_LIMIT, MAP_KNOT, MAP_POINTS, MAP_ROW_A, MAP_ROW_B, MAP_TOP
 from .numbers import (AFTER, CHANGE, LAST, LENGTH, N_BUCKET, N_KEYED, N_ON_TRACK, N_PREDICTED, N_RUN, N_STREAK,
                       N_VALUE, N_VOTED, NUMBER_BUCKETS, NUMBER_DIGITS, NUMBER_STREAK, STREAK, TAG)
 from .state import ACTIVE, WINDOW_POS, OnlineState, state_shapes
 from .tables import owned_copy
 
 FORMAT_MAGIC = b"SEQDLRN\x00"
-FORMAT_VERSION = 7  # 2: the numerics marker (version 1 restores with 'ieee'); 3: the mixer's arrays; 4: fields;
-# 5: followers, and the field column's "same so far" part; 6: the field-selected weights; 7: the number source
+FORMAT_VERSION = 8  # 2: the numerics marker (version 1 restores with 'ieee'); 3: the mixer's arrays; 4: fields;
+# 5: followers, and the field column's "same so far" part; 6: the field-selected weights; 7: the number source;
+# 8: the probability maps
 NEW_IN_3 = ("sel_w", "sel_P", "sel_h", "sel_updates", "sel_row")  # the selected weights' arrays (empty without them)
 NEW_IN_4 = ("fields",)  # the field column's field starts
 NEW_IN_5 = ("followers",)  # the indirect source's table
 NEW_IN_6 = ("fsel_w", "fsel_h", "fsel_row")  # the field-selected weights
 NEW_IN_7 = ("number_table", "number_int", "number_digits", "number_stats")  # the number source
+NEW_IN_8 = ("maps", "map_counts", "map_at", "map_frac", "coded")  # the probability maps
 # what each version added: its arrays, and the setting that needs them (a snapshot before it had neither)
 ADDED = ((3, NEW_IN_3, "selected_weights", "a mixer"), (4, NEW_IN_4, "field_column_context", "a field column source"),
          (5, NEW_IN_5, "indirect_context", "an indirect source"),
          (6, NEW_IN_6, "field_selected_weights", "field-selected weights"),
-         (7, NEW_IN_7, "number_context", "a number source"))
+         (7, NEW_IN_7, "number_context", "a number source"),
+         (8, NEW_IN_8, "probability_maps", "probability maps"))
 # settings whose source changed meaning in a version: an older snapshot using them would continue differently
 CHANGED = ((5, "field_column_context", "the field column of seqd 0.3, whose contexts this seqd no longer forms"),)
 
@@ -122,7 +126,8 @@ def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
         if got.shape != shape or got.dtype != dtype:
             raise ValueError(f"learner snapshot array {name!r} is {got.dtype}{list(got.shape)}, "
                              f"expected {dtype}{list(shape)}")
-    for name in ("w", "tau", "h0", "hd", "metric", "V", "a", "reals", "sel_w", "sel_P", "sel_h", "fsel_w", "fsel_h"):
+    for name in ("w", "tau", "h0", "hd", "metric", "V", "a", "reals", "sel_w", "sel_P", "sel_h", "fsel_w", "fsel_h",
+                 "maps", "map_counts", "map_frac"):
         if not np.all(np.isfinite(getattr(state, name))):
             raise ValueError(f"learner snapshot holds a non-finite value in {name!r}")
     _check_indices(config, state)
@@ -158,8 +163,19 @@ def _check_indices(config: OnlineConfig, state: OnlineState) -> None:
             raise _inconsistent(f"{name!r} holds codes out of range")
     if state.inputs.min() < 0 or state.inputs.max() > config.units:
         raise _inconsistent("the graph names units out of range")
+    if state.maps.size and _maps_out_of_range(state):
+        raise _inconsistent("the probability maps' estimates, counts or rows are out of range")
     if state.ctx_kind.shape[0]:
         _check_context(config, state)
+
+
+def _maps_out_of_range(state: OnlineState) -> bool:
+    """Whether the probability maps hold what ``maps.py`` cannot have written (or would index out of bounds)."""
+    at, rows = state.map_at, state.maps.shape[0]
+    return bool(state.maps.min() < 0.0 or state.maps.max() > 1.0 or state.map_counts.min() < 0.0
+                or state.map_counts.max() > MAP_COUNT_LIMIT or not 0.0 <= state.map_frac[0] <= 1.0
+                or not 0 <= at[MAP_TOP] <= int(state.counts[ACTIVE]) or not 0 <= at[MAP_KNOT] <= MAP_POINTS - 2
+                or not 0 <= at[MAP_ROW_A] < rows or not 0 <= at[MAP_ROW_B] < rows)
 
 
 def _check_context(config: OnlineConfig, state: OnlineState) -> None:
@@ -207,7 +223,7 @@ def _check_context(config: OnlineConfig, state: OnlineState) -> None:
         raise _inconsistent("the selected weights' rows or counts are out of range")
     if state.fsel_w.size and (state.fsel_row.min() < 0 or state.fsel_row.max() >= state.fsel_w.shape[0]
                               or not (state.fsel_h > 0.0).all()):
-        raise _inconsistent("the field- or order-2-selected weights' rows or metric are out of range")
+        raise _inconsistent("the field-, unit- or order-2-selected weights' rows or metric are out of range")
     if state.fields.size:
         starts = np.concatenate([state.fields[0, :FIELD_SLOTS], state.fields[1, :FIELD_SLOTS + 1]])
         if starts.min() < 0 or starts.max() > t or not 0 <= state.fields[1, FIELD_SLOTS + 1] <= FIELD_SLOTS:

@@ -21,9 +21,10 @@ from ..kernels.elementary import NUMERICS, logistic, tanh
 from ..kernels.network import Network
 from ..model import random_graph
 from .config import F, H, OnlineConfig
-from .context import (CTX_INTS, FIELD_SLOTS, FOLLOWER_BASE, MATCH, MATCH_BUCKETS, SAME,
-                      SELECTING_BUCKETS, selecting_rows)
+from .context import CTX_INTS, FIELD_SLOTS, FOLLOWER_BASE, MATCH, MATCH_BUCKETS, SAME, SELECTING_BUCKETS
+from .maps import MAP_POINTS, initial_maps, map_rows
 from .numbers import NUMBER_BUCKETS, NUMBER_CONTEXTS, NUMBER_DIGITS, NUMBER_INTS, N_PREDICTED, N_VOTED
+from .selecting import selecting_rows
 from .tables import table_array
 
 # positions in the `reals` array (REALS of them) and in the `counts` array (COUNTS of them)
@@ -101,7 +102,7 @@ class OnlineState(NamedTuple):
     fields: np.ndarray  # (2, FIELD_SLOTS + 2) int64: field starts of this line and the previous, the symbol
     # above and whether the field so far repeats the previous line's (field column; context.ABOVE, SAME)
     # the shared weight sets beside u (context.py), rows stacked: the field set's, then the order-2 set's
-    # (ORDER2_SELECTING_ROWS), each present with its setting (context.selecting_rows)
+    # (ORDER2_SELECTING_ROWS), the unit set's, each present with its setting (selecting.selecting_rows)
     fsel_w: np.ndarray  # (rows, S) the weights v[row, s], or (0, S)
     fsel_h: np.ndarray  # (rows, S) their diagonal outer-product metric
     fsel_row: np.ndarray  # (sets,) int64 work: each set's row for the next symbol
@@ -110,6 +111,12 @@ class OnlineState(NamedTuple):
     number_int: np.ndarray  # (2, NUMBER_INTS) int64: per context length, the current run and prediction (N_KEY ...)
     number_digits: np.ndarray  # (2, NUMBER_DIGITS + 2) int64: the predicted number's digits, then the symbol after
     number_stats: np.ndarray  # (2, 2, NUMBER_BUCKETS) int64: hits and tries of the number source's votes
+    # the probability maps (maps.py); empty arrays when they are off
+    maps: np.ndarray  # (maps.map_rows, MAP_POINTS) each context row's estimates at the knots, map A's rows first
+    map_counts: np.ndarray  # (maps.map_rows, MAP_POINTS) each knot's count of past shares (up to MAP_COUNT_LIMIT)
+    map_at: np.ndarray  # (4,) int64 work: the favourite code, the knot below and the two rows read (maps.MAP_TOP ...)
+    map_frac: np.ndarray  # (1,) work: the position between the knots
+    coded: np.ndarray  # (A+1,) work: the refined prediction, which is scored and coded
     numerics: np.ndarray  # (0,): its dtype picks the exp/log/tanh every kernel compiles (kernels/elementary.py)
 
 
@@ -144,6 +151,8 @@ def new_state(config: OnlineConfig) -> OnlineState:
             state.fields[0, SAME] = 1  # the first field of the stream repeats its (absent) previous line so far
         state.number_int[:, N_PREDICTED] = -1  # no prediction, no vote yet
         state.number_int[:, N_VOTED] = -1
+    if config.probability_maps:
+        state.maps[...] = initial_maps(state.maps.shape[0])
     state.reals[ETA_TAU] = 1.0 / max(N, 1) if config.transition_rate is None else config.transition_rate
     state.reals[ETA_W] = config.writing_rate
     # initial potentials V^0 = s^-1(beta_j / alpha) (seed 000 §2) for the GLNN; 0 for the GNN
@@ -172,7 +181,10 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
     NT = len(NUMBER_CONTEXTS) if config.number_context else 0  # the number source's tables
     SH = S - int(matching) - int(NT > 0)
     R = S + 1 if config.selected_weights else 0
-    rows = selecting_rows(config.field_set_fields, config.field_selecting_positions, config.order2_selected_weights)
+    rows = selecting_rows(config.field_set_fields, config.field_selecting_positions, config.order2_selected_weights,
+                          config.unit_set_units)
+    field_rows = selecting_rows(config.field_set_fields, config.field_selecting_positions, False)
+    M = map_rows(field_rows) if config.probability_maps else 0
     f, i, u16, u32 = np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.uint16), np.dtype(np.uint32)
     window, cols, per_code = (K + 2, N + 1), (N + 1, A + 1), (A + 1, N + 1, D)
     shapes = dict(
@@ -193,10 +205,12 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
         sel_h=((SELECTING_BUCKETS * R, S), f), sel_updates=((R,), i), sel_row=((S + 1 if R else 0,), i),
         fields=((2 if config.field_column_context else 0, FIELD_SLOTS + 2), i),
         fsel_w=((rows, S), f), fsel_h=((rows, S), f),
-        fsel_row=((config.field_selected_weights + config.order2_selected_weights,), i),
+        fsel_row=((config.field_selected_weights + config.order2_selected_weights + config.unit_selected_weights,), i),
         followers=((FOLLOWER_BASE ** 2 if config.indirect_context else 0,), i),
         number_table=((NT, 1 << (config.context_bits - 2) if NT else 0, 6), i), number_int=((NT, NUMBER_INTS), i),
         number_digits=((NT, NUMBER_DIGITS + 2), i), number_stats=((NT, 2, NUMBER_BUCKETS), i),
+        maps=((M, MAP_POINTS), f), map_counts=((M, MAP_POINTS), f), map_at=((4 if M else 0,), i),
+        map_frac=((1 if M else 0,), f), coded=((A + 1 if M else 0,), f),
         numerics=((0,), np.dtype(NUMERICS[config.numerics])),
     )
     return {name: shapes[name] for name in OnlineState._fields}

@@ -3,8 +3,9 @@
 Per symbol x_t:
 
 1. predict pi_t from the current activities (eq. 6, over the active codes),
-   plus the context units' votes; the prequential code length is
-   -log2 pi_t(x_t), plus log2(#unseen) for a first occurrence, which is
+   plus the context units' votes, refined by the probability maps if there
+   are any (``maps.py``); the prequential code length is -log2 of the
+   prediction of x_t, plus log2(#unseen) for a first occurrence, which is
    scored on the escape code;
 2. the writing step (``writing.py``);
 3. a first occurrence gets its code (``alphabet.py``);
@@ -14,12 +15,14 @@ Per symbol x_t:
 
 from __future__ import annotations
 
-from ..jit import kernel
+from ..jit import inline_kernel, kernel
 from ..kernels.elementary import log2_of
 from ..kernels.forward import evolve_into, softmax_offset_into
 from .alphabet import RETIRED_ESCAPE_BIAS, activate_symbol
 from .config import F
 from .context import clear_features, features, observe
+from .selecting import set_rows
+from .maps import learn_maps, refine
 from .state import ACTIVE, ETA_W, SYMBOLS, WINDOW_POS, network
 from .window import window_update
 from .writing import writing_step
@@ -32,7 +35,7 @@ def learn_buffer(st, hyper, flags, symbols, bits):
     for t in range(symbols.shape[0]):
         symbol = symbols[t]
         predict_step(st, flags)
-        pi_t = st.pi[st.counts[WINDOW_POS]]
+        pi_t = coded(st)
         code = st.code_of[symbol]
         if code == 0:  # first occurrence: scored on the escape, then named among the unseen
             bits[t] = -log2_of(st.numerics, pi_t[0]) + log2_of(st.numerics, float(cap - st.counts[ACTIVE]))
@@ -50,14 +53,26 @@ def predict_step(st, flags):
     k = st.counts[WINDOW_POS]
     width = st.counts[ACTIVE] + 1
     if st.ctx_kind.shape[0] > 0:
+        set_rows(st.hist, st.ctx_int, st.fields, st.a[k], st.fsel_row, flags[F.field_set_fields],
+                 flags[F.field_selecting_positions], flags[F.order2_selected_weights], flags[F.unit_set_units])
         features(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
                  st.ctx_want, st.ctx_cnt, st.ctx_sym, st.order0, st.acc, st.acc_list, st.acc_mark, st.match_stats,
                  st.number_int, st.number_digits, st.number_stats, st.code_of, st.numerics, st.feat, st.feat_nz,
                  st.ctx_w, st.sel_w, st.sel_row, st.fsel_w, st.fsel_row, flags[F.alphabet_cap], flags[F.context_bits],
-                 flags[F.field_set_fields], flags[F.field_selecting_positions],
                  st.offset[k], width)
     softmax_offset_into(st.a[k], st.w[:, :width], st.offset[k], st.pi[k, :width], st.numerics)
+    if st.maps.shape[0] > 0:
+        refine(st.maps, st.map_at, st.map_frac, st.coded, st.pi[k], st.hist, st.ctx_int, st.code_of, st.fsel_row,
+               flags[F.field_set_fields] > 0, st.numerics, width)
     return width
+
+
+@inline_kernel
+def coded(st):
+    """The prediction ``predict_step`` made, as it is scored and coded: the mix's, or the maps' refinement of it."""
+    if st.maps.shape[0] > 0:
+        return st.coded
+    return st.pi[st.counts[WINDOW_POS]]
 
 
 @kernel
@@ -73,6 +88,8 @@ def learn_step(st, hyper, flags, symbol):
     code = st.code_of[symbol]
     target = code
     first = 1 if st.counts[ACTIVE] == cap else 0
+    if st.maps.shape[0] > 0:
+        learn_maps(st.maps, st.map_counts, st.map_at, st.map_frac, target)
     writing_step(st.w, st.h0, st.hd, st.scratch, st.sel_w, st.sel_row, st.sel_h, st.sel_P, st.sel_updates, st.fsel_w,
                  st.fsel_row, st.fsel_h, st.ctx_w, st.ctx_P, st.ctx_updates, st.ctx_updated, st.feat, st.feat_nz,
                  st.ctx_int, st.ctx_work, st.counts[SYMBOLS], st.reals[ETA_W], hyper, flags, a_t, pi_t, target, first,
@@ -118,9 +135,9 @@ def predict_into(st, flags, out):
     written again before the next symbol is scored.
     """
     width = predict_step(st, flags)
-    k = st.counts[WINDOW_POS]
+    pi_t = coded(st)
     for y in range(width):
-        out[y] = st.pi[k, y]
+        out[y] = pi_t[y]
     if st.ctx_kind.shape[0] > 0:
         clear_features(st.ctx_int, st.feat, st.feat_nz)
     return width
