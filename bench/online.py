@@ -363,12 +363,16 @@ def _sources_driver():
     from seqd.core.jit import kernel
     from seqd.core.online.config import F
     from seqd.core.online.context import clear_features, features, observe
+    from seqd.core.online.selecting import set_rows, unit_centre
     from seqd.core.online.state import ACTIVE
 
     @kernel
     def sources_only(st, flags, symbols):
         width = st.counts[ACTIVE] + 1
         for t in range(symbols.shape[0]):
+            set_rows(st.hist, st.ctx_int, st.fields, st.a[0], st.fsel_row, flags[F.field_set_fields],
+                     flags[F.field_selecting_positions], flags[F.order2_selected_weights], flags[F.unit_set_units],
+                     unit_centre(flags[F.activation_code]))
             features(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
                      st.ctx_want, st.ctx_cnt, st.ctx_sym, st.order0, st.acc, st.acc_list, st.acc_mark, st.match_stats,
                      st.number_int, st.number_digits, st.number_stats, st.code_of, st.numerics, st.feat, st.feat_nz,

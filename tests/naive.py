@@ -1135,9 +1135,10 @@ class ProbabilityMaps:
         estimates = [(1 - f) * self._table(key)[j] + f * self._table(key)[j + 1] for key in keys]
         q = (2 * p + sum(estimates)) / 4
         self.last = (top, j, f, keys)
-        if p >= 1.0:
+        rest = sum(pi[y] for y in range(len(pi)) if y != top)  # 1 - p, exactly
+        if rest == 0.0:
             return list(pi)
-        return [q if y == top else pi[y] * (1 - q) / (1 - p) for y in range(len(pi))]
+        return [q if y == top else pi[y] * (1 - q) / rest for y in range(len(pi))]
 
     def learn(self, code):
         top, j, f, keys = self.last

@@ -55,7 +55,8 @@ from seqd.core.online.context import (
     features,
     observe,
 )
-from seqd.core.online.selecting import set_rows
+from seqd.core.model import ACTIVATIONS
+from seqd.core.online.selecting import set_rows, unit_centre
 from seqd.core.online.alphabet import activate_symbol
 from seqd.core.online.hashing import absorb, finalize
 from seqd.core.online.numbers import AFTER as NUMBER_AFTER
@@ -246,7 +247,7 @@ def compare_with_reference(cfg, x, references, check_all=True):
         a_t = st.a[int(st.counts[WINDOW_POS])]
         a_t[1:] = units.normal(0.0, 1.0, cfg.units)  # the units' activities (this harness does not evolve them)
         set_rows(st.hist, st.ctx_int, st.fields, a_t, st.fsel_row, cfg.field_set_fields,
-                 cfg.field_selecting_positions, cfg.order2_selected_weights, cfg.unit_set_units)
+                 cfg.field_selecting_positions, cfg.order2_selected_weights, cfg.unit_set_units, 0.0)
         with_state(features, st, cap, cfg.context_bits, offset, width)
         got = kernel_features(st)
         for r, (ref, storage) in enumerate(zip(references, storages)):
@@ -281,7 +282,7 @@ def compare_with_reference(cfg, x, references, check_all=True):
                 if cfg.order2_selected_weights:
                     rows.append(field_rows + ref.order2_selecting_row())
                 if cfg.unit_selected_weights:  # the signs of the units' activities, unit i as bit i - 1
-                    signs = sum(1 << i for i in range(cfg.units) if a_t[i + 1] > 0.0)
+                    signs = sum(1 << i for i in range(min(cfg.units, 8)) if a_t[i + 1] > 0.0)
                     rows.append(field_rows + 4096 * cfg.order2_selected_weights + signs)
                 assert st.fsel_row.tolist() == rows, f"position {t}: the shared sets' rows"
                 for q in rows:
@@ -925,6 +926,20 @@ def test_the_unit_selected_weights_read_as_off_without_the_mixer_or_the_units_an
     assert new_state(default).fsel_row.shape == (3,)
     many = OnlineConfig.bytes_default(units=12, **small)
     assert many.unit_set_units == 8 and new_state(many).fsel_w.shape[0] == 1024 + 4096 + 256
+
+
+@pytest.mark.parametrize("activation, centre", [("tanh", 0.0), ("logistic", 0.5)])
+def test_the_unit_set_splits_each_units_range_in_the_middle(activation, centre):
+    """tanh units are split at 0 and logistic ones (all positive) at 1/2, so each pattern of signs can occur;
+    units beyond the eighth are not read."""
+    units = 10
+    fsel_row = np.zeros(1, dtype=np.int64)
+    rng = np.random.default_rng(4)
+    for _ in range(50):
+        a_t = np.concatenate([[1.0], centre + rng.uniform(-0.4, 0.4, units)])
+        set_rows(np.zeros(16, dtype=np.uint16), np.zeros(10, dtype=np.int64), np.zeros((0, 66), dtype=np.int64),
+                 a_t, fsel_row, 0, 4, 0, 8, unit_centre(ACTIVATIONS.index(activation)))
+        assert fsel_row[0] == sum(1 << i for i in range(8) if a_t[i + 1] > centre)
 
 
 # -- 6. configuration ----------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import naive
 from seqd.core.online import OnlineConfig, OnlineLearner, snapshot
 from seqd.core.online.context import MATCH_LEN, MATCH_PTR
 from seqd.core.online.maps import MAP_A_ROWS, MAP_POINTS, initial_maps, map_rows
-from seqd.core.online.state import WINDOW_POS
+from seqd.core.online.state import ACTIVE, WINDOW_POS
 from seqd.core.online.steps import learn_step, predict_step
 
 SMALL = dict(units=3, degree=2, alphabet_cap=256, window=5, context_orders=(1, 2, 3), context_bits=12,
@@ -32,6 +32,11 @@ def log_lines(n: int = 160, seed: int = 5) -> np.ndarray:
 
 @pytest.mark.parametrize("settings", [SMALL, WITH_FIELDS], ids=["match", "match-and-fields"])
 def test_the_refined_prediction_and_the_maps_match_the_reference(settings):
+    """Symbol by symbol, the refinement of the mix's prediction, the scored bits and the tables at the end.
+
+    The maps' contexts (the match state, the field set's row) are read off the learner: they are checked
+    against the dictionary reference of the context units in ``test_context.py``.
+    """
     cfg = OnlineConfig(**settings)
     learner = OnlineLearner(cfg)
     st, hyper, flags = learner.state, learner._hyper, learner._flags
@@ -49,9 +54,9 @@ def test_the_refined_prediction_and_the_maps_match_the_reference(settings):
         got = st.coded[:width]
         assert np.allclose(got, want, rtol=1e-9, atol=1e-300), f"position {t}"
         assert math.isclose(float(got.sum()), 1.0, rel_tol=1e-12)
-        code = int(st.code_of[symbol])
-        if code:  # a first occurrence is scored on the escape and then named among the unseen
-            assert math.isclose(scored[t], -math.log2(want[code]), rel_tol=1e-9), f"position {t}: bits"
+        code = int(st.code_of[symbol])  # 0: a first occurrence, scored on the escape, then named among the unseen
+        naming = math.log2(cfg.alphabet_cap - int(st.counts[ACTIVE])) if code == 0 else 0.0
+        assert math.isclose(scored[t], -math.log2(want[code]) + naming, rel_tol=1e-9), f"position {t}: bits"
         learn_step(st, hyper, flags, symbol)
         ref.learn(code)
     for (which, row), table in ref.tables.items():
@@ -93,6 +98,17 @@ def test_damaged_maps_in_a_snapshot_are_refused(damage, value):
     getattr(learner.state, damage).reshape(-1)[-1] = value
     with pytest.raises(ValueError, match="probability maps|non-finite"):
         snapshot.from_bytes(learner.to_bytes())
+
+
+def test_a_model_without_context_units_refuses_a_match_in_its_snapshot():
+    """The maps read the match state (0 without a match model): a forged one must not reach them."""
+    learner = OnlineLearner(OnlineConfig(units=2, degree=1, alphabet_cap=64, probability_maps=True))
+    learner.learn(np.arange(40) % 7)
+    for where, value in ((MATCH_LEN, -10**6), (MATCH_LEN, 3), (MATCH_PTR, 5)):
+        damaged = OnlineLearner.from_bytes(learner.to_bytes())
+        damaged.state.ctx_int[where] = value
+        with pytest.raises(ValueError, match="without context units"):
+            snapshot.from_bytes(damaged.to_bytes())
 
 
 def test_a_snapshot_with_maps_continues_bit_for_bit():

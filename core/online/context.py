@@ -71,7 +71,7 @@ alphabets they are harmless and can be switched off.
 vote also carries weights shared by all symbols, chosen by small selecting
 contexts:
 
-    sum_s x_s(y) (c_sy + u[r_s, s] + v[q, s] + o[m, s] + z[n, s]),   r_s = b_s * (S + 1) + k,
+    sum_s x_s(y) (c_sy + u[r_s, s] + v[q, s] + z[o, s] + z'[n, s]),   r_s = b_s * (S + 1) + k,
 
 b_s the state of source s's context (how often it was seen and how many
 distinct symbols followed it; for the match and number sources, the length
@@ -81,7 +81,7 @@ and field: ((min(field number, F - 1) * 2 + the field so far repeats the line
 above) * P + min(position in the field, P - 1)) * 4 + the kind of the last
 symbol (digit, letter, space/tab/newline, other), F and P the settings
 ``field_selecting_fields`` and ``field_selecting_positions``,
-m (``order2_selected_weights``) the last two symbols, hashed into 4096
+o (``order2_selected_weights``) the last two symbols, hashed into 4096
 rows, and n (``unit_selected_weights``) the signs of the recurrent units'
 activities a_1 ... a_U (U = min(units, 8), 2^U rows): the recurrent state
 chooses a weight vector of the mix.  The PAQ compressors choose their

@@ -10,7 +10,7 @@ stream is mostly made of ("the next byte is the one the mix expects"):
 * p = pi(y*), y* the mix's most probable code (the lowest on a tie), its
   stretch s = log(p / (1 - p)) clipped to [-8, 8], and x = s + 8: the
   position of s on a grid of MAP_POINTS knots one nat apart, j = floor(x)
-  (at most MAP_POINTS - 2), f = x - j;
+  (at most MAP_POINTS - 2, so that j + 1 is a knot), f = x - j;
 * two maps, each a table of MAP_POINTS estimates per context row, read
   between the knots: e = (1 - f) T[row, j] + f T[row, j + 1].  Map A's row
   is the match source's state (its length bucket, ``context._match_bucket``,
@@ -18,7 +18,8 @@ stream is mostly made of ("the next byte is the one the mix expects"):
   (``selecting._field_selecting_row``; 0 without the field-selected weights)
   times 4 plus the match length up to 3;
 * the refined probability q = (2 p + e_A + e_B) / 4, and every other code's
-  probability scaled by (1 - q) / (1 - p), so the prediction still sums to 1;
+  probability scaled by (1 - q) / r, r the others' probabilities summed
+  (1 - p in exact arithmetic), so the prediction still sums to 1;
 * once the symbol is known, hit = 1 if it was y*, and each of the two knots
   read in each map moves toward hit by its share of the step,
   T <- T + r w (hit - T), w = 1 - f or f, r = max(1 / (n + 3/2), 1/200), n
@@ -80,7 +81,7 @@ def refine(maps, map_at, map_frac, coded, pi_t, hist, ctx_int, code_of, fsel_row
         x = min(max(log_of(numerics, p / (1.0 - p)) + STRETCH_LIMIT, 0.0), 2.0 * STRETCH_LIMIT)
     j = min(int(x), MAP_POINTS - 2)
     f = x - j
-    length = ctx_int[MATCH_LEN]
+    length = ctx_int[MATCH_LEN]  # 0 without a match model (snapshot.py refuses anything else)
     agree = 0
     if length > 0:
         H = hist.shape[0]
@@ -90,7 +91,10 @@ def refine(maps, map_at, map_frac, coded, pi_t, hist, ctx_int, code_of, fsel_row
     e_a = (1.0 - f) * maps[row_a, j] + f * maps[row_a, j + 1]
     e_b = (1.0 - f) * maps[row_b, j] + f * maps[row_b, j + 1]
     q = (2.0 * p + e_a + e_b) / 4.0
-    rest = 1.0 - p
+    rest = 0.0  # the others' probability, summed: 1 - p would lose its digits to cancellation when p is near 1
+    for y in range(width):
+        if y != top:
+            rest += pi_t[y]
     scale = (1.0 - q) / rest if rest > 0.0 else 0.0
     for y in range(width):
         coded[y] = pi_t[y] * scale

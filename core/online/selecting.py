@@ -11,6 +11,7 @@ of each shared set, stacked in ``OnlineState.fsel_w``: the field set's rows
 from __future__ import annotations
 
 from ..jit import inline_kernel
+from ..kernels.activation import LOGISTIC
 from .context import FIELD, FIELD_SLOTS, NEWLINE, POS, SAME
 from .hashing import history
 
@@ -33,12 +34,19 @@ def selecting_rows(field_fields: int, field_positions: int, order2: bool, units:
 
 
 @inline_kernel
-def set_rows(hist, ctx_int, fields, a_t, fsel_row, field_fields, field_positions, order2, units):
+def unit_centre(activation_code):
+    """The activity that splits a unit's range in two: 0 for tanh, 1/2 for the logistic (``kernels.activation``)."""
+    return 0.5 if activation_code == LOGISTIC else 0.0
+
+
+@inline_kernel
+def set_rows(hist, ctx_int, fields, a_t, fsel_row, field_fields, field_positions, order2, units, centre):
     """Each shared weight set's row for the next symbol into ``fsel_row``, in the order of their rows in
     ``fsel_w`` (``selecting_rows``): the field set's, the order-2 set's, the unit set's.
 
     ``a_t`` is the recurrent units' activities now (unit 0, the bias, first); the unit set's row is
-    sum_i 2^(i-1) [a_i > 0] over units 1 ... ``units``.
+    sum_i 2^(i-1) [a_i > centre] over units 1 ... ``units``, ``centre`` the middle of the activation's range
+    (``unit_centre``: 0 for tanh, 1/2 for the logistic).
     """
     j = 0
     base = 0
@@ -53,7 +61,7 @@ def set_rows(hist, ctx_int, fields, a_t, fsel_row, field_fields, field_positions
     if units > 0:
         pattern = 0
         for i in range(units):
-            if a_t[i + 1] > 0.0:
+            if a_t[i + 1] > centre:
                 pattern += 1 << i
         fsel_row[j] = base + pattern
 

@@ -167,6 +167,8 @@ def _check_indices(config: OnlineConfig, state: OnlineState) -> None:
         raise _inconsistent("the probability maps' estimates, counts or rows are out of range")
     if state.ctx_kind.shape[0]:
         _check_context(config, state)
+    elif state.ctx_int.any():  # nothing writes it without context units, and the probability maps read it
+        raise _inconsistent("a model without context units holds a stream position or a match")
 
 
 def _maps_out_of_range(state: OnlineState) -> bool:

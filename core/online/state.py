@@ -101,7 +101,7 @@ class OnlineState(NamedTuple):
     sel_row: np.ndarray  # (S+1,) int64 work: each source's row for the next symbol, then the block
     fields: np.ndarray  # (2, FIELD_SLOTS + 2) int64: field starts of this line and the previous, the symbol
     # above and whether the field so far repeats the previous line's (field column; context.ABOVE, SAME)
-    # the shared weight sets beside u (context.py), rows stacked: the field set's, then the order-2 set's
+    # the shared weight sets beside u (selecting.py), rows stacked: the field set's, then the order-2 set's
     # (ORDER2_SELECTING_ROWS), the unit set's, each present with its setting (selecting.selecting_rows)
     fsel_w: np.ndarray  # (rows, S) the weights v[row, s], or (0, S)
     fsel_h: np.ndarray  # (rows, S) their diagonal outer-product metric

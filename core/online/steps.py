@@ -21,7 +21,7 @@ from ..kernels.forward import evolve_into, softmax_offset_into
 from .alphabet import RETIRED_ESCAPE_BIAS, activate_symbol
 from .config import F
 from .context import clear_features, features, observe
-from .selecting import set_rows
+from .selecting import set_rows, unit_centre
 from .maps import learn_maps, refine
 from .state import ACTIVE, ETA_W, SYMBOLS, WINDOW_POS, network
 from .window import window_update
@@ -54,7 +54,8 @@ def predict_step(st, flags):
     width = st.counts[ACTIVE] + 1
     if st.ctx_kind.shape[0] > 0:
         set_rows(st.hist, st.ctx_int, st.fields, st.a[k], st.fsel_row, flags[F.field_set_fields],
-                 flags[F.field_selecting_positions], flags[F.order2_selected_weights], flags[F.unit_set_units])
+                 flags[F.field_selecting_positions], flags[F.order2_selected_weights], flags[F.unit_set_units],
+                 unit_centre(flags[F.activation_code]))
         features(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
                  st.ctx_want, st.ctx_cnt, st.ctx_sym, st.order0, st.acc, st.acc_list, st.acc_mark, st.match_stats,
                  st.number_int, st.number_digits, st.number_stats, st.code_of, st.numerics, st.feat, st.feat_nz,

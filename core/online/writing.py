@@ -164,9 +164,10 @@ def selected_writing_update(sel_w, sel_row, sel_h, sel_P, sel_updates, fsel_w, f
       the best of four rates on the public logs, 0.004 held out, with no
       rate to choose).
 
-    The field-selected weights v[q, s] (``field_selected_weights``) and the
-    order-2-selected ones (``order2_selected_weights``), one row of each set
-    in every logit beside u, have the same gradient g_s (plus their own prior
+    The field-selected weights v[q, s] (``field_selected_weights``), the
+    order-2-selected ones (``order2_selected_weights``) and the unit-selected
+    ones (``unit_selected_weights``), one row of each set in every logit
+    beside u, have the same gradient g_s (plus their own prior
     term) and step on it in the same sweep, each by its own diagonal metric
     term kept the same way (by the plain gradient under ``gradient``; under
     ``block`` too by the diagonal term: a block per row would pool nothing).
@@ -207,7 +208,7 @@ def selected_writing_update(sel_w, sel_row, sel_h, sel_P, sel_updates, fsel_w, f
             out[s] = grad[s]
     for s in range(S):
         sel_w[sel_row[s], s] += rate * out[s]
-    if fsel_w.shape[0] > 0:  # the field- and order-2-selected sets, on the same gradient (one Jacobi sweep with u)
+    if fsel_w.shape[0] > 0:  # the field-, order-2- and unit-selected sets, on the same gradient (one sweep with u)
         for j in range(fsel_row.shape[0]):
             q = fsel_row[j]
             for s in range(S):
