@@ -124,7 +124,7 @@ LEVEL_MODELS = {
     "small": dict(units=0, context_orders=(1, 2, 3, 4, 6, 8), context_bits=14, history_bits=16, match_bits=16),
     "counts": dict(units=0),  # the default's context units, no recurrent units
     "default": {},
-    "max": dict(context_orders=(1, 2, 3, 4, 6, 8, 12, 16, 24), context_entries=32),  # since seqd 0.9: orders 8, 24
+    "max": dict(context_entries=32),
 }
 LEVELS = {1: "fast", 2: "small", 3: "small", 4: "counts", 5: "counts", 6: "default", 7: "max", 8: "max", 9: "max"}
 DEFAULT_LEVEL = 6
