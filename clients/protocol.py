@@ -215,7 +215,7 @@ def decode_request(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Request:
     """
     body = _unpack(data, limits, what="request")
     version = body.pop("v", None)
-    if version != PROTOCOL_VERSION:
+    if type(version) is not int or version != PROTOCOL_VERSION:  # 1.0 and true compare equal to 1: not versions
         raise ProtocolError(BAD_VERSION, f"protocol version {version!r} is not supported (this server speaks "
                                          f"{PROTOCOL_VERSION})")
     if "id" not in body or "op" not in body:
@@ -331,7 +331,12 @@ def _unpack(data: bytes, limits: Limits, *, what: str) -> dict:
             max_array_len=max(limits.max_batch_symbols, MAX_TOP, 1024), max_map_len=limits.max_config_entries + 32,
             max_ext_len=0,
         )
-    except Exception as exc:  # msgpack raises a zoo of types (ExtraData, FormatError, ValueError, ...)
+    except ValueError as exc:
+        if "exceeds max_" in str(exc) and "max_ext_len" not in str(exc):  # over a size bound: not malformed
+            # (an ext type, which the protocol never uses, is bounded at 0: that one is malformed)
+            raise ProtocolError(TOO_LARGE, f"a {what} holds a field over its size limit ({exc})") from None
+        raise ProtocolError(BAD_REQUEST, f"not a msgpack message ({type(exc).__name__}: {exc})") from None
+    except Exception as exc:  # msgpack raises a zoo of types (ExtraData, FormatError, ...)
         raise ProtocolError(BAD_REQUEST, f"not a msgpack message ({type(exc).__name__}: {exc})") from None
     if not isinstance(body, dict):
         raise ProtocolError(BAD_REQUEST, f"a {what} must be a msgpack map, got {type(body).__name__}")

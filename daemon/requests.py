@@ -31,6 +31,7 @@ import numpy as np
 from .. import __version__
 from ..clients import protocol as P
 from ..clients.protocol import Reply, Request
+from ..core.online.state import state_nbytes
 from .pending import (AwaitNamespace, AwaitPosition, AwaitSync, AwaitWorker, CreateJob, Deferral, DropJob,
                       Pending)
 from .reports import Created, CreateFailed
@@ -45,6 +46,15 @@ MAX_QUEUED_BATCHES = 4096  # per stream: a flood of tiny batches is bounded too,
 CREATE_RETRY_MS = 10  # what a request for a stream being created is told to wait
 LEARN_RATE_HINT = 50_000  # symbols/s, to suggest how long a "busy" publisher should wait
 BUSY_RETRY_MS = (10, 5000)  # the bounds of what a "busy" publisher is told to wait
+
+
+def binary_size(n: int) -> str:
+    """Bytes as an operator reads a memory figure: '48.0 MiB', '1.03 TiB' (binary multiples)."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.3g} {unit}"
+        n /= 1024
+    return f"{n:.3g} TiB"
 
 
 def stopping(req: Request) -> Reply:
@@ -66,6 +76,7 @@ class Requests:
         self.streams: dict[str, Stream] = {}
         self.unavailable: dict[str, str] = {}
         self.creating: dict[str, Pending] = {}
+        self.reserved: dict[str, int] = {}  # the learner state of each stream being created, in bytes
         self.started = time.time()
 
     def handle(self, pending: Pending) -> Reply | Deferral:
@@ -145,8 +156,26 @@ class Requests:
                                  (" with another configuration" if req.exist_ok else ""))
         if len(self.streams) + len(self.creating) >= self.config.max_streams:
             return Reply.failure(req.id, P.LIMIT, f"this server holds at most {self.config.max_streams} streams")
+        refusal = self._memory_refusal(name, state_nbytes(config))
+        if refusal is not None:
+            return Reply.failure(req.id, *refusal)
         self.creating[name] = pending
+        self.reserved[name] = state_nbytes(config)
         return AwaitNamespace(CreateJob(name, config))
+
+    def _memory_refusal(self, name: str, need: int) -> tuple[str, str] | None:
+        """Why a new stream whose learner holds ``need`` bytes cannot be served, or None: checked before
+        anything is allocated, against ``max_state_bytes`` less the learners served and being created."""
+        budget = self.config.max_state_bytes
+        if need > budget:  # no server state could ever hold it: the request is at fault, not the server
+            return P.BAD_CONFIG, (f"stream {name!r} would hold {binary_size(need)} of learner state, more than this "
+                                  f"server serves in all (max_state_bytes = {binary_size(budget)}): use fewer units, "
+                                  "a smaller degree, window or alphabet_cap")
+        used = sum(s.learner.state_bytes for s in self.streams.values()) + sum(self.reserved.values())
+        if used + need > budget:
+            return P.LIMIT, (f"a new stream of {binary_size(need)} would take the learners past max_state_bytes "
+                             f"= {binary_size(budget)} ({binary_size(used)} in use)")
+        return None
 
     def publish(self, pending: Pending, stream: Stream) -> Reply | AwaitSync:
         """Check a batch and append it to the stream's log; it is acknowledged after the log's fsync."""
@@ -208,6 +237,7 @@ class Requests:
         to answer and, when there is no stream, the error code and message to answer it with."""
         name = report.name
         pending = self.creating.pop(name)
+        self.reserved.pop(name, None)
         failure = None
         try:
             if isinstance(report, CreateFailed):

@@ -108,6 +108,8 @@ def test_versions_ids_ops_and_fields():
     refused(pack({"id": 1, "op": "ping"}), P.BAD_VERSION)
     refused(pack({"v": 2, "id": 1, "op": "ping"}), P.BAD_VERSION)
     refused(pack({"v": "1", "id": 1, "op": "ping"}), P.BAD_VERSION)
+    refused(pack({"v": 1.0, "id": 1, "op": "ping"}), P.BAD_VERSION)  # equal to 1, but not the version 1
+    refused(pack({"v": True, "id": 1, "op": "ping"}), P.BAD_VERSION)
     refused(pack({"v": 1, "op": "ping"}), P.BAD_REQUEST)
     refused(pack({"v": 1, "id": 1}), P.BAD_REQUEST)
     refused(pack({"v": 1, "id": 1, "op": 3}), P.BAD_REQUEST)
@@ -172,6 +174,10 @@ def test_size_limits():
     refused(b"\x00" * (default.max_message_bytes + 1), P.TOO_LARGE)
     big = pack({"v": 1, "id": 1, "op": "publish", "stream": "s", "symbols": b"x" * (default.max_batch_symbols + 1)})
     refused(big, P.TOO_LARGE)
+    # an array longer than the unpacker's bound is refused as too large too, not as malformed
+    long_array = pack({"v": 1, "id": 1, "op": "publish", "stream": "s", "symbols": [1] * (default.max_batch_symbols + 1)})
+    assert len(long_array) <= default.max_message_bytes
+    assert "size limit" in str(refused(long_array, P.TOO_LARGE))
 
 
 def test_request_id_of_refused_messages():

@@ -21,6 +21,7 @@ from seqd.daemon.requests import Requests, prediction
 from seqd.daemon.state_dir import StateDirectory
 from seqd.daemon.streams import Stream, make_config
 from seqd.daemon.waiters import Waiters
+from seqd.core.online.state import state_nbytes as state_module_nbytes
 
 from daemon_harness import SMALL_BYTES
 
@@ -140,7 +141,10 @@ def test_a_creation_over_max_state_bytes_is_refused_and_leaves_nothing(tmp_path)
     daemon = Daemon(tmp_path, max_state_bytes=size * 3 // 2)
     try:
         daemon.create("a")
-        daemon("create", stream="b", config=SMALL_BYTES)
+        refused = daemon("create", stream="b", config=SMALL_BYTES)  # refused up front, nothing allocated
+        assert refused.code == P.LIMIT and "max_state_bytes" in refused.message and "b" not in daemon.requests.creating
+        # and a learner larger than its create foresaw is refused at registration, its files removed
+        daemon.requests.creating["b"] = Pending(b"client", Request(id=99, op="create", stream="b"), t0=0.0)
         stream = Stream.create("b", daemon.state.streams, make_config("bytes", SMALL_BYTES), fsync=False)
         _, failure = daemon.requests.created(Created("b", stream))
         assert failure[0] == P.LIMIT and "max_state_bytes" in failure[1]
@@ -164,6 +168,31 @@ def test_create_again_with_exist_ok(daemon):
     assert daemon("create", stream="s", exist_ok=True).result["created"] is False
     assert daemon("create", stream="s", exist_ok=True, preset="glnn").code == P.STREAM_EXISTS
     assert daemon("create", stream="x", preset="nope").code == P.BAD_CONFIG
+
+
+def test_a_create_too_large_for_the_memory_budget_is_refused_before_anything_is_allocated(daemon):
+    # inside the documented bounds, over a TiB of learner state: refused at once as the client's mistake, where
+    # the namespace thread would have tried to allocate it and answered "internal"
+    huge = {"alphabet_cap": 65536, "units": 512, "degree": 64}
+    reply = daemon("create", stream="huge", preset="glnn", config=huge)
+    assert isinstance(reply, Reply) and reply.code == P.BAD_CONFIG
+    assert "TiB of learner state" in reply.message and "max_state_bytes = 8 GiB" in reply.message
+    assert not daemon.requests.creating and not daemon.requests.reserved
+
+
+def test_streams_being_created_count_against_the_memory_budget(tmp_path):
+    size = state_module_nbytes(make_config("bytes", SMALL_BYTES))
+    daemon = Daemon(tmp_path, max_state_bytes=size * 3 // 2)
+    try:
+        first = daemon("create", stream="a", config=SMALL_BYTES)
+        assert isinstance(first, AwaitNamespace) and daemon.requests.reserved == {"a": size}
+        reply = daemon("create", stream="b", config=SMALL_BYTES)  # "a" is not registered yet, but it will be
+        assert reply.code == P.LIMIT and "max_state_bytes" in reply.message and not daemon.requests.creating.get("b")
+        stream = Stream.create("a", daemon.state.streams, first.job.config, fsync=False)
+        assert daemon.requests.created(Created("a", stream))[1] is None and not daemon.requests.reserved
+        assert daemon("create", stream="b", config=SMALL_BYTES).code == P.LIMIT  # now "a" holds it
+    finally:
+        daemon.close()
 
 
 BYTES_0_8 = {"unit_selected_weights": False, "probability_maps": False}
