@@ -289,6 +289,16 @@ class Completions:
                 self._snapshot(stream, out)
         return out
 
+    def disconnected(self, connection: int) -> Outcome:
+        """A client connection closed: the predicts that waited over it are answered (the reply goes nowhere
+        unless the connection's descriptor was already reused, when it says why the wait ended) and their
+        places freed."""
+        out = Outcome()
+        for w in self.waiters.release(connection):
+            out.reply(w, Reply.failure(w.request.id, P.TIMEOUT, "the wait ended when the connection it came over "
+                                       "closed; ask again"), "predict")
+        return out
+
     def wind_down(self) -> tuple[Outcome, bool]:
         """One turn of the loop once a stop is asked: when every accepted batch is queued (no sync under
         way) and every stream being created is in place, each stream that changed since its snapshot (and

@@ -33,6 +33,7 @@ class Pending:
     deadline: float = 0.0  # a waiting predict: when it times out
     position: int = 0  # an accepted batch: the stream's length after it
     done: bool = False  # a waiting predict already answered (it stays in the deadline heap until it pops)
+    connection: int = -1  # the client connection it came over (its socket's descriptor), -1 if unknown
 
     def __lt__(self, other: "Pending") -> bool:  # for the deadline heap
         return self.deadline < other.deadline

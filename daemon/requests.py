@@ -102,9 +102,9 @@ class Requests:
             if req.wait_ms == 0:
                 return Reply.failure(req.id, P.TIMEOUT, f"stream {stream.name!r} has learned "
                                      f"{stream.view.position} symbols, fewer than {req.min_position}")
-            if self.waiters.full:
-                return Reply.failure(req.id, P.LIMIT, f"{self.waiters.limit} predicts are already waiting "
-                                                      "for positions")
+            why = self.waiters.refusal(pending.identity)
+            if why is not None:
+                return Reply.failure(req.id, P.LIMIT, why)
             self.waiters.add(pending, time.monotonic() + req.wait_ms / 1000)
             return AwaitPosition()
         if req.op == "stats":

@@ -29,6 +29,7 @@ import threading
 import time
 
 import zmq
+import zmq.utils.monitor
 from prometheus_client import CollectorRegistry
 
 from .. import __version__
@@ -81,7 +82,7 @@ class Server:
         self._auth = None
         self._metrics_http = None
         self.api_endpoint = self.pub_endpoint = None
-        self._router = self._pub = self._wake = None  # opened by start()
+        self._router = self._pub = self._wake = self._closed = None  # opened by start()
         self._syncer: threading.Thread | None = None
 
     # -- start and stop ----------------------------------------------------------------------
@@ -113,6 +114,8 @@ class Server:
         self.pub_endpoint = self._pub.getsockopt_string(zmq.LAST_ENDPOINT)
         self._wake = self._ctx.socket(zmq.PULL)
         self._wake.bind(background.WAKE_ENDPOINT)
+        # the API socket's closed connections, to free the places of the predicts that waited over them
+        self._closed = self._router.get_monitor_socket(zmq.EVENT_DISCONNECTED)
         for i in range(self.config.worker_count):
             self._workers.append(_started(background.work, f"seqd-worker-{i}", self._ready, self._outbox, self._ctx,
                                           self.config.worker_nice))
@@ -163,6 +166,7 @@ class Server:
         poller = zmq.Poller()
         poller.register(self._router, zmq.POLLIN)
         poller.register(self._wake, zmq.POLLIN)
+        poller.register(self._closed, zmq.POLLIN)
         next_housekeeping = 0.0
         try:
             while True:
@@ -173,6 +177,8 @@ class Server:
                     while self._wake.poll(0):
                         self._wake.recv()
                 self._take_reports()
+                if self._closed in ready:  # before the requests: a descriptor may be reused at once
+                    self._take_closed_connections()
                 if self._router in ready:
                     self._take_requests()
                 now = time.monotonic()
@@ -197,11 +203,13 @@ class Server:
             if not router.getsockopt(zmq.EVENTS) & _POLLIN:  # (a zmq.Again raised to end each burst costs more)
                 break
             try:
-                frames = router.recv_multipart(_NOBLOCK)
+                frames = router.recv_multipart(_NOBLOCK, copy=False)
             except zmq.Again:
                 break
             t0 = time.perf_counter()
-            identity = frames[0]
+            identity = frames[0].bytes
+            connection = _connection(frames[0])
+            frames = [identity] + [f.bytes for f in frames[1:]]
             if len(frames) != 2:
                 self._reply(identity, Reply.failure(0, P.BAD_REQUEST, f"a request is one frame, got "
                                                                       f"{len(frames) - 1}"), "invalid", t0)
@@ -211,9 +219,16 @@ class Server:
             except P.ProtocolError as exc:
                 self._reply(identity, Reply.failure(P.request_id(frames[1]), exc.code, exc.message), "invalid", t0)
                 continue
-            self._carry_out(self.completions.request(Pending(identity, req, t0), acks))
+            self._carry_out(self.completions.request(Pending(identity, req, t0, connection=connection), acks))
         if acks:
             self._carry_out(self.completions.commit(acks))
+
+    def _take_closed_connections(self) -> None:
+        """The API socket's monitor says which connections closed: their waiting predicts are released."""
+        while self._closed.poll(0):
+            event = zmq.utils.monitor.recv_monitor_message(self._closed)
+            if event["event"] == zmq.EVENT_DISCONNECTED:
+                self._carry_out(self.completions.disconnected(int(event["value"])))
 
     def _reply(self, identity: bytes, reply: Reply, op: str, t0: float) -> None:
         try:  # encoded before the first frame goes: a half-sent reply would take the next one's identity
@@ -276,11 +291,23 @@ class Server:
             self._metrics_http.server_close()
         if self._auth:
             self._auth.stop()
+        if self._closed is not None:
+            self._router.disable_monitor()
+            self._closed.close()
         for sock in (self._router, self._pub, self._wake):
             if sock is not None:
                 sock.close()
         self._ctx.term()
         self.state.unlock()
+
+
+def _connection(frame: zmq.Frame) -> int:
+    """The descriptor of the connection a request came over (what the socket monitor names when it
+    closes), or -1 where libzmq does not say."""
+    try:
+        return int(frame.get(zmq.SRCFD))
+    except (zmq.ZMQError, AttributeError, TypeError):
+        return -1
 
 
 def _started(target, name: str, *args) -> threading.Thread:

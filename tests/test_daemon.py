@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import time
 import urllib.request
 from importlib import metadata
 from pathlib import Path
@@ -542,6 +543,36 @@ def test_waiting_predicts_are_bounded(tmp_path, monkeypatch):
         assert sorted(call.reply().code for _ in range(3)) == [P.TIMEOUT] * 3
         assert call("predict", stream="w", min_position=9, wait_ms=10).code == P.TIMEOUT  # room again
         call.close()
+
+
+def test_a_client_that_leaves_does_not_keep_its_places_among_the_waiting_predicts(tmp_path, monkeypatch):
+    # a client sends predicts that would wait an hour and disconnects: they must not refuse everyone else
+    from seqd.daemon import waiters as waiters_module
+
+    monkeypatch.setattr(waiters_module, "MAX_WAITERS", 3)
+    monkeypatch.setattr(waiters_module, "MAX_WAITERS_PER_CLIENT", 2)
+    with ThreadServer(tmp_path / "state") as srv:
+        call, leaver, other = Caller(srv.api), Caller(srv.api), Caller(srv.api)
+        call.ok("create", stream="w", config=SMALL_BYTES)
+        hour = dict(op="predict", stream="w", min_position=2**62, wait_ms=3_600_000)
+        for rid in (1, 2):
+            leaver.raw(P.encode_request(P.Request(id=rid, **hour)))
+        refused = leaver("predict", stream="w", min_position=2**62, wait_ms=3_600_000)
+        assert refused.code == P.LIMIT and "this client has 2" in refused.message  # the per-client cap
+        other.raw(P.encode_request(P.Request(id=7, **hour)))  # the third place
+        reply = call("predict", stream="w", min_position=9, wait_ms=10_000)
+        assert reply.code == P.LIMIT and "3 predicts are already waiting" in reply.message
+        leaver.close()  # gone, without a word: its two places come free
+        deadline = time.monotonic() + 10
+        while True:
+            reply = call("predict", stream="w", min_position=9, wait_ms=50)
+            if reply.code == P.TIMEOUT:  # it waited its 50 ms: there was a place
+                break
+            assert reply.code == P.LIMIT and time.monotonic() < deadline, "the leaver's places stayed taken"
+            time.sleep(0.05)
+        call.ok("publish", stream="w", symbols=b"x" * 9)
+        assert call("predict", stream="w", min_position=9, wait_ms=10_000).ok
+        call.close(), other.close()
 
 
 def test_oversized_models_are_refused_and_a_refused_create_leaves_nothing(call, server):

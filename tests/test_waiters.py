@@ -11,9 +11,10 @@ from seqd.daemon.pending import Pending
 from seqd.daemon.waiters import Waiters
 
 
-def waiter(rid: int, stream: str = "s", min_position: int = 10) -> Pending:
-    return Pending(b"client", Request(id=rid, op="predict", stream=stream, min_position=min_position,
-                                      wait_ms=1000), t0=0.0)
+def waiter(rid: int, stream: str = "s", min_position: int = 10, client: bytes = b"client",
+           connection: int = -1) -> Pending:
+    return Pending(client, Request(id=rid, op="predict", stream=stream, min_position=min_position,
+                                   wait_ms=1000), t0=0.0, connection=connection)
 
 
 def ids(waiters) -> list[int]:
@@ -89,3 +90,34 @@ def test_the_cap_counts_waiting_predicts_of_every_stream(monkeypatch):
     w.expire(1.0)
     assert not w.full
     assert Waiters(limit=5).limit == 5
+
+
+def test_one_client_cannot_take_every_place():
+    w = Waiters(limit=5, client_limit=2)
+    w.add(waiter(1, "a", client=b"A"), deadline=1.0)
+    w.add(waiter(2, "b", client=b"A"), deadline=2.0)
+    assert "this client has 2 predicts waiting" in w.refusal(b"A") and w.refusal(b"B") is None
+    with pytest.raises(ValueError, match="this client has 2"):
+        w.add(waiter(3, "a", client=b"A"), deadline=1.0)
+    w.add(waiter(4, "a", client=b"B"), deadline=1.0)
+    assert ids(w.wake("a", 100)) == [1, 4]  # answered: the places are the client's again
+    assert w.refusal(b"A") is None
+    w.add(waiter(5, "c", client=b"A"), deadline=3.0)
+    assert ids(w.expire(2.0)) == [2] and ids(w.drop("c")) == [5]
+    assert len(w) == 0 and w._per_client == {} and w._per_connection == {}  # nothing left behind
+
+
+def test_a_closed_connection_releases_its_waiters_and_only_them():
+    w = Waiters(limit=4, client_limit=4)
+    w.add(waiter(1, "a", client=b"A", connection=7), deadline=5.0)
+    w.add(waiter(2, "b", client=b"A", connection=7), deadline=1.0)
+    w.add(waiter(3, "a", client=b"B", connection=8), deadline=2.0)
+    w.add(waiter(4, "a", client=b"C"), deadline=3.0)  # its connection unknown: it waits for its deadline
+    assert w.full and w.refusal(b"D") is not None
+    assert ids(w.release(9)) == [] and ids(w.release(-1)) == []
+    released = w.release(7)
+    assert ids(released) == [1, 2] and all(x.done for x in released)
+    assert len(w) == 2 and w.refusal(b"D") is None and ids(w.waiting_for("a")) == [3, 4]
+    assert w.waiting_for("b") == [] and ids(w.release(7)) == []
+    assert w.next_deadline() == 2.0  # the released ones left the deadlines too
+    assert ids(w.expire(10.0)) == [3, 4] and w._per_connection == {} and w._per_client == {}
