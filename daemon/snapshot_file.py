@@ -85,7 +85,7 @@ def _read_statistics(magic: bytes, stats: bytes, snap: Path, recent_length: int)
 
 def write_durably(path: Path, *parts) -> Path:
     """Write the buffers one after the other to a new file at ``path``, and fsync it."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, wal.PRIVATE_FILE)
     try:
         offset = 0
         for part in parts:

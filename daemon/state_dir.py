@@ -14,6 +14,7 @@ Everything here happens at start, before any socket is bound, except
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import shutil
 import threading
@@ -21,6 +22,9 @@ import uuid
 from pathlib import Path
 
 from .streams import Stream
+from .wal import PRIVATE_DIR, PRIVATE_FILE
+
+log = logging.getLogger("seqd")
 
 
 class StateDirectory:
@@ -33,8 +37,15 @@ class StateDirectory:
     def lock(self) -> None:
         """One daemon per state directory: two writers would interleave their logs.  Creates the
         directory; ValueError naming the owner's pid when another daemon holds it."""
-        self.streams.mkdir(parents=True, exist_ok=True)
-        self._lock_file = open(self.path / "lock", "a+")
+        if not self.path.exists():  # private: the logs hold the raw published data
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.mkdir(mode=PRIVATE_DIR, exist_ok=True)
+        elif self.path.stat().st_mode & 0o077:
+            log.warning("state directory %s is open to other users (mode %o); seqd creates its own 0700",
+                        self.path, self.path.stat().st_mode & 0o777)
+        self.streams.mkdir(mode=PRIVATE_DIR, exist_ok=True)
+        self._lock_file = os.fdopen(os.open(self.path / "lock", os.O_RDWR | os.O_CREAT | os.O_APPEND, PRIVATE_FILE),
+                                    "a+")
         try:
             fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -60,7 +71,7 @@ class StateDirectory:
     def trash_for(self, name: str) -> Path:
         """A new place in the trash for stream ``name``'s folder (the trash is created if need be)."""
         path = self.trash / f"{name}.{uuid.uuid4().hex}"
-        path.parent.mkdir(exist_ok=True)
+        path.parent.mkdir(mode=PRIVATE_DIR, exist_ok=True)
         return path
 
     def restore(self, *, threads: int, fsync: bool) -> list[tuple[Path, Stream | Exception]]:

@@ -375,7 +375,7 @@ class Stream:
         """A new stream, built in a temporary directory and renamed into place: a failure or a crash
         halfway leaves no directory that would claim the name."""
         tmp = streams_dir / f".new-{name}-{uuid.uuid4().hex}"
-        tmp.mkdir()
+        tmp.mkdir(mode=wal.PRIVATE_DIR)
         try:
             created = time.time()
             meta = {"name": name, "created": created, "config": config_dict(config)}

@@ -33,6 +33,11 @@ from typing import Iterator
 
 import numpy as np
 
+# every file and folder the daemon creates is its user's alone, whatever the umask: the logs hold the
+# raw published data, the snapshots what was learned from it
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+
 MAGIC = b"SEQDWAL\x00"
 VERSION = 2
 _HEAD = struct.Struct("<8sBB6x")
@@ -110,7 +115,7 @@ class WriteAheadLog:
                 os.close(self._fd)
                 self._fd = -1
         path = self.directory / segment_name(self.position)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE)
         try:
             size = os.fstat(fd).st_size
             if size < _HEAD.size:  # new (or created by a crash before its header was written)

@@ -3,6 +3,7 @@ bad input changes nothing; a full queue says busy; stop and restart (orderly or 
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -573,6 +574,27 @@ def test_a_client_that_leaves_does_not_keep_its_places_among_the_waiting_predict
         call.ok("publish", stream="w", symbols=b"x" * 9)
         assert call("predict", stream="w", min_position=9, wait_ms=10_000).ok
         call.close(), other.close()
+
+
+def test_the_state_directory_is_private_whatever_the_umask(tmp_path):
+    # the logs hold the raw published data: under the common umask 022 nothing may be readable by others
+    old = os.umask(0o022)
+    try:
+        with ThreadServer(tmp_path / "deep" / "state") as srv:
+            call = Caller(srv.api)
+            call.ok("create", stream="s", config=SMALL_BYTES)
+            call.ok("create", stream="gone", config=SMALL_BYTES)
+            call.ok("publish", stream="s", symbols=b"password=hunter2\n" * 50)
+            call.ok("snapshot", stream="s")
+            call.ok("drop", stream="gone")
+            call.close()
+    finally:
+        os.umask(old)
+    state = tmp_path / "deep" / "state"
+    paths = [state, *state.rglob("*")]
+    assert any(p.name == "snapshot" for p in paths) and any(p.suffix == ".log" or "log" in p.name for p in paths)
+    opened = {str(p.relative_to(tmp_path)): oct(p.stat().st_mode & 0o777) for p in paths if p.stat().st_mode & 0o077}
+    assert not opened, opened
 
 
 def test_oversized_models_are_refused_and_a_refused_create_leaves_nothing(call, server):
