@@ -15,13 +15,18 @@ labelled), never through the server itself.
 
 from __future__ import annotations
 
+import socket
+import threading
+from socketserver import ThreadingMixIn
 from typing import TYPE_CHECKING, Callable, Iterable
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_app
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.process_collector import ProcessCollector
 
 if TYPE_CHECKING:
+    from .health import Health
     from .streams import Stream
 
 # request latencies, from 50 µs (a predict answered from a view) to 5 s
@@ -117,7 +122,37 @@ class StreamCollector:
         yield from (learned, code, recent, queued, alphabet)
 
 
-def start_metrics_server(registry: CollectorRegistry, host: str, port: int):
-    """Serve ``registry`` at http://host:port/metrics in a thread; returns the HTTP server (``shutdown()``)
-    and its thread."""
-    return start_http_server(port, addr=host, registry=registry)
+def start_metrics_server(registry: CollectorRegistry, host: str, port: int, health: "Health"):
+    """Serve ``registry`` at http://host:port/metrics, and ``health`` at /healthz and /readyz, in a thread;
+    every other path is 404.  Returns the HTTP server (``shutdown()``) and its thread."""
+    metrics = make_wsgi_app(registry)
+
+    def app(environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        if path == "/metrics":
+            return metrics(environ, start_response)
+        if path in ("/healthz", "/readyz"):
+            ok, text = health.live() if path == "/healthz" else health.ready()
+            start_response("200 OK" if ok else "503 Service Unavailable",
+                           [("Content-Type", "text/plain; charset=utf-8"), ("Cache-Control", "no-store")])
+            return [text.encode()]
+        start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+        return [b"not found: seqd serves /metrics, /healthz and /readyz here\n"]
+
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]  # an IPv6 address binds as IPv6
+    server_class = type("MetricsServer", (_ThreadingWSGIServer,), {"address_family": family})
+    httpd = make_server(host, port, app, server_class, handler_class=_QuietHandler)
+    thread = threading.Thread(target=httpd.serve_forever, name="seqd-metrics", daemon=True)
+    thread.start()
+    return httpd, thread
+
+
+class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
+    """A scrape or a probe each in its own thread: a slow client holds up no other."""
+
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format, *args):  # scrapes and probes every few seconds: not for the log
+        pass

@@ -39,6 +39,7 @@ from . import background
 from .background import name_os_thread
 from .completions import Completions, Outcome
 from .config import ServeConfig
+from .health import Health
 from .metrics import Telemetry, start_metrics_server
 from .pending import AwaitSync, Pending
 from .requests import Requests
@@ -65,6 +66,7 @@ class Server:
         self.state_dir = self.state.path
         self.registry = registry if registry is not None else CollectorRegistry()
         self._stop = threading.Event()
+        self.health = Health()  # /healthz, /readyz and systemd's notify protocol
         self.waiters = Waiters()  # predicts waiting for a position
         self.requests = Requests(config, self.state, self.waiters, stopping=self._stop.is_set)
         self.streams: dict[str, Stream] = self.requests.streams
@@ -125,7 +127,7 @@ class Server:
         if self.config.metrics_port:
             try:
                 self._metrics_http, thread = start_metrics_server(self.registry, self.config.metrics_host,
-                                                                  self.config.metrics_port)
+                                                                  self.config.metrics_port, self.health)
                 name_os_thread("seqd-metrics", thread.native_id)
             except OSError as exc:
                 raise ValueError(f"cannot serve metrics on {self.config.metrics_host}:{self.config.metrics_port}: "
@@ -168,8 +170,10 @@ class Server:
         poller.register(self._wake, zmq.POLLIN)
         poller.register(self._closed, zmq.POLLIN)
         next_housekeeping = 0.0
+        self.health.serving()
         try:
             while True:
+                self.health.turned()
                 now = time.monotonic()
                 timeout = max(0.0, min(next_housekeeping, self.waiters.next_deadline()) - now)
                 ready = dict(poller.poll(int(timeout * 1000) + 1))
@@ -186,6 +190,7 @@ class Server:
                     self._carry_out(self.completions.tick(now))
                     next_housekeeping = now + HOUSEKEEPING_SECONDS
                 if self._stop.is_set():
+                    self.health.stopping()
                     outcome, finished = self.completions.wind_down()
                     self._carry_out(outcome)
                     if finished:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from importlib import metadata
 from pathlib import Path
@@ -279,6 +281,41 @@ def test_snapshot_on_request_and_the_log_is_cut(call, server):
     directory = Path(server.server.state_dir) / "streams" / "s"
     assert (directory / "snapshot").exists()
     assert [p.name for p in sorted(directory.glob("wal-*"))] == ["wal-00000000000000002000.log"]
+
+
+def test_the_metrics_port_answers_probes_and_nothing_else(tmp_path):
+    port = free_port()
+
+    def get(path):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    with ThreadServer(tmp_path / "state", metrics_port=port) as srv:
+        assert get("/healthz") == (200, "ok\n") and get("/readyz") == (200, "ok\n")
+        assert get("/metrics")[0] == 200 and "seqd_streams" in get("/metrics")[1]
+        for path in ("/", "/metricsx", "/health", "/readyz/x"):
+            status, body = get(path)
+            assert status == 404 and "/healthz" in body, path
+        srv.server.health.stopping()  # what the loop says once a stop begins
+        assert get("/readyz") == (503, "stopping\n") and get("/healthz") == (200, "ok\n")
+
+
+def test_seqd_serve_tells_systemd_when_it_is_ready_and_when_it_stops(tmp_path, monkeypatch):
+    path = str(tmp_path / "notify")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(path)
+    sock.settimeout(60)
+    monkeypatch.setenv("NOTIFY_SOCKET", path)
+    try:
+        proc = ProcessServer(tmp_path / "state")
+        assert sock.recv(4096) == b"READY=1\nSTATUS=serving"  # sent before the first request was answered
+        assert proc.terminate() == 0
+        assert sock.recv(4096).startswith(b"STOPPING=1\n")
+    finally:
+        sock.close()
 
 
 def test_the_metrics_endpoint_parses_and_counts_what_was_sent(tmp_path):

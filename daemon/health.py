@@ -1,0 +1,106 @@
+"""Health as a supervisor asks for it: ``/healthz`` and ``/readyz`` on the metrics port, and systemd's notify
+protocol.
+
+* **Alive** (``/healthz``): the I/O loop turns.  The loop wakes at least every
+  quarter of a second (its housekeeping), and each turn is recorded here; a
+  loop that has not turned for :data:`STALL_SECONDS` is stuck, and a
+  supervisor should restart the process.  Slow learning is not a stall: the
+  workers learn beside the loop.
+* **Ready** (``/readyz``): the streams are restored, the sockets bound, the
+  loop turns, and the server is not stopping.  A stopping server is alive
+  but not ready: it finishes queued work and snapshots every stream, and new
+  traffic should go elsewhere.
+
+Under systemd (``Type=notify``) the same moments are told to the service
+manager: ``READY=1`` once serving, ``STOPPING=1`` when the stop begins, and,
+with ``WatchdogSec=``, ``WATCHDOG=1`` from the loop's own turns, so that a
+stuck loop, not only a dead process, is restarted.  The protocol is one
+datagram on the socket named by ``$NOTIFY_SOCKET`` (sd_notify(3)); nothing
+is sent when the variable is absent.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from typing import Callable
+
+log = logging.getLogger("seqd")
+
+STALL_SECONDS = 10.0  # a loop that has not turned for this long is stuck
+
+
+class Health:
+    """What the loop tells (:meth:`serving`, :meth:`turned`, :meth:`stopping`) and the probes ask
+    (:meth:`live`, :meth:`ready`); ``clock`` is the loop's monotonic clock."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, environ: dict | None = None):
+        self._clock = clock
+        self._turn: float | None = None
+        self._state = "starting"
+        self._notify = Notifier(os.environ if environ is None else environ)
+        self._watchdog_ping = 0.0
+
+    def serving(self) -> None:
+        """Restored and bound: the loop starts."""
+        self._state = "serving"
+        self._notify.send("READY=1\nSTATUS=serving")
+        self.turned()
+
+    def turned(self) -> None:
+        """One turn of the loop."""
+        now = self._clock()
+        self._turn = now
+        interval = self._notify.watchdog_seconds
+        if interval and now - self._watchdog_ping >= interval / 2:  # sd_watchdog_enabled(3): half the period
+            self._watchdog_ping = now
+            self._notify.send("WATCHDOG=1")
+
+    def stopping(self) -> None:
+        """The orderly stop has begun (said once)."""
+        if self._state != "stopping":
+            self._state = "stopping"
+            self._notify.send("STOPPING=1\nSTATUS=stopping: finishing queued work and snapshotting")
+
+    def live(self) -> tuple[bool, str]:
+        """Whether the process is alive and its loop turns, and a line that says so."""
+        if self._turn is None:
+            return True, "starting\n"
+        stalled = self._clock() - self._turn
+        if stalled > STALL_SECONDS:
+            return False, f"stuck: the I/O loop has not turned for {stalled:.1f} s\n"
+        return True, "ok\n"
+
+    def ready(self) -> tuple[bool, str]:
+        """Whether the server takes traffic, and a line that says so (or why not)."""
+        alive, why = self.live()
+        if not alive:
+            return False, why
+        if self._state != "serving":
+            return False, f"{self._state}\n"
+        return True, "ok\n"
+
+
+class Notifier:
+    """sd_notify(3) without libsystemd: a datagram to ``$NOTIFY_SOCKET`` (a path, or ``@`` for an abstract
+    socket); nothing without it.  ``watchdog_seconds``: ``$WATCHDOG_USEC`` when it is meant for this process."""
+
+    def __init__(self, environ):
+        self.address = environ.get("NOTIFY_SOCKET") or None
+        if self.address and self.address.startswith("@"):
+            self.address = "\0" + self.address[1:]
+        self.watchdog_seconds = 0.0
+        usec, pid = environ.get("WATCHDOG_USEC"), environ.get("WATCHDOG_PID")
+        if self.address and usec and usec.isdigit() and (not pid or pid == str(os.getpid())):
+            self.watchdog_seconds = int(usec) / 1e6
+
+    def send(self, message: str) -> None:
+        if not self.address:
+            return
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
+                sock.sendto(message.encode(), self.address)
+        except OSError as exc:  # the service manager's business, never a reason to stop serving
+            log.warning("could not notify the service manager (%s): %s", message.split("\n")[0], exc)
