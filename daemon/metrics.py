@@ -21,7 +21,7 @@ from socketserver import ThreadingMixIn
 from typing import TYPE_CHECKING, Callable, Iterable
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_app
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, make_wsgi_app
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.process_collector import ProcessCollector
 
@@ -35,11 +35,26 @@ REQUEST_BUCKETS = (5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5
 LEARN_BUCKETS = (1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.25, 0.5, 1.0, 2.0)
 
 
+def build_labels() -> dict[str, str]:
+    """``seqd_build_info``'s labels: seqd's version, its byte preset, and Python's, NumPy's and Numba's."""
+    import platform
+
+    import numba
+    import numpy
+
+    from .. import __version__
+    from ..core.container import PRESET
+
+    return {"version": __version__, "byte_preset": PRESET,
+            "python": platform.python_version(), "numpy": numpy.__version__, "numba": numba.__version__}
+
+
 class Telemetry:
     """The daemon's metrics, on ``registry``; the stream gauges read what :class:`StreamCollector` is given."""
 
     def __init__(self, registry: CollectorRegistry, *, streams: Callable[[], Iterable["Stream"]],
-                 unavailable: Callable[[], int], labelled: Callable[[Iterable[str]], Iterable[str]]):
+                 unavailable: Callable[[], int], labelled: Callable[[Iterable[str]], Iterable[str]],
+                 state_limit: int | None = None):
         self.requests = Counter("seqd_requests", "Requests answered, by operation and outcome.",
                                 ["kind", "outcome"], registry=registry)
         self.request_seconds = Histogram("seqd_request_duration_seconds",
@@ -51,12 +66,17 @@ class Telemetry:
                                         registry=registry)
         self.symbols_learned = Counter("seqd_symbols_learned", "Symbols learned, all streams together.",
                                        registry=registry)
-        self.code_bits = Counter("seqd_code_bits", "Prequential code length of the learned symbols, in bits; "
-                                 "rate(seqd_code_bits_total) / rate(seqd_symbols_learned_total) is the "
+        self.code_bits = Counter("seqd_code_length", "Prequential code length of the learned symbols, in bits; "
+                                 "rate(seqd_code_length_total) / rate(seqd_symbols_learned_total) is the "
                                  "compression rate in bits per symbol.", registry=registry)
         self.snapshots = Counter("seqd_snapshots", "Stream snapshots written.", registry=registry)
+        Info("seqd_build", "The running seqd: its version and the versions it computes with.",
+             registry=registry).info(build_labels())
         self._request_children: dict[tuple[str, str], tuple] = {}  # (kind, outcome) -> their two children
         registry.register(StreamCollector(streams=streams, unavailable=unavailable, labelled=labelled))
+        if state_limit is not None:
+            Gauge("seqd_state_bytes_limit", "The learners' memory budget (max_state_bytes).",
+                  registry=registry).set(state_limit)
         ProcessCollector(registry=registry)
 
     def request_done(self, kind: str, outcome: str, seconds: float) -> None:
@@ -95,6 +115,9 @@ class StreamCollector:
         yield GaugeMetricFamily("seqd_streams", "Streams being served.", value=len(streams))
         yield GaugeMetricFamily("seqd_streams_unavailable", "Streams whose files could not be restored.",
                                 value=self.unavailable())
+        yield GaugeMetricFamily("seqd_streams_broken", "Streams that refuse batches until a restart: their "
+                                "write-ahead log failed (a write or an fsync), or their learning did.",
+                                value=sum(1 for s in streams if s.broken))
         yield GaugeMetricFamily("seqd_queue_symbols", "Symbols accepted and not yet learned, all streams.",
                                 value=sum(s.queued for s in streams))
         yield GaugeMetricFamily("seqd_state_bytes", "Memory held by the learners.",
@@ -103,10 +126,10 @@ class StreamCollector:
         labelled = [s for s in streams if s.name in chosen]
         learned = CounterMetricFamily("seqd_stream_symbols_learned", "Symbols a stream has learned.",
                                       labels=["stream"])
-        code = CounterMetricFamily("seqd_stream_code_bits", "A stream's prequential code length, in bits.",
+        code = CounterMetricFamily("seqd_stream_code_length", "A stream's prequential code length, in bits.",
                                    labels=["stream"])
-        recent = GaugeMetricFamily("seqd_stream_bits_per_symbol",
-                                   "A stream's code length per symbol over its last 4096 symbols.", labels=["stream"])
+        recent = GaugeMetricFamily("seqd_stream_code_length_per_symbol",
+                                   "A stream's code length per symbol, in bits, over its last 4096 symbols.", labels=["stream"])
         queued = GaugeMetricFamily("seqd_stream_queue_symbols", "A stream's symbols waiting to be learned.",
                                    labels=["stream"])
         alphabet = GaugeMetricFamily("seqd_stream_alphabet_size", "Distinct symbols a stream has seen.",

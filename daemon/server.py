@@ -72,7 +72,8 @@ class Server:
         self.streams: dict[str, Stream] = self.requests.streams
         self.unavailable: dict[str, str] = self.requests.unavailable  # streams not restored: name -> why
         self.telemetry = Telemetry(self.registry, streams=lambda: list(self.streams.values()),
-                                   unavailable=lambda: len(self.unavailable), labelled=config.labelled)
+                                   unavailable=lambda: len(self.unavailable), labelled=config.labelled,
+                                   state_limit=config.max_state_bytes)
         self.completions = Completions(config, self.requests, self.telemetry, stopping=self._stop.is_set)
         self._ready: queue.SimpleQueue = queue.SimpleQueue()  # streams with work, for the workers
         self._outbox: queue.SimpleQueue = queue.SimpleQueue()  # reports of the background threads, for the loop

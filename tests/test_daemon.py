@@ -18,6 +18,8 @@ import msgpack
 import numpy as np
 import pytest
 import zmq
+
+import seqd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
@@ -342,7 +344,9 @@ def test_the_metrics_endpoint_parses_and_counts_what_was_sent(tmp_path):
     assert samples[("seqd_requests_total", (("kind", "publish"), ("outcome", "conflict")))] == 1
     assert samples[("seqd_request_duration_seconds_count", (("kind", "create"),))] == 2
     assert samples[("seqd_stream_symbols_learned_total", (("stream", "m"),))] == 700
-    assert 0 < samples[("seqd_stream_bits_per_symbol", (("stream", "m"),))] < 8
+    assert 0 < samples[("seqd_stream_code_length_per_symbol", (("stream", "m"),))] < 8
+    (build,) = [labels for name, labels in samples if name == "seqd_build_info"]
+    assert dict(build)["version"] == seqd.__version__ and dict(build)["byte_preset"].startswith("bytes-")
     assert not any(dict(labels).get("stream") == "unlabelled" for _, labels in samples)
 
 
