@@ -47,6 +47,8 @@ COMMANDS = {
     "predict": Command("predict", "show a stream's most probable next symbols"),
     "stats": Command("stats", "a stream's or the daemon's statistics (exit 0 iff the daemon answers)"),
     "subscribe": Command("subscribe", "print a stream's prediction events as they come"),
+    "streams": Command("streams", "list a running daemon's streams: learned, bits per symbol, state"),
+    "drop": Command("drop", "delete a stream and everything it learned"),
 }
 
 # Top-level options after which argparse stops (it prints and exits): no subcommand is imported for them.

@@ -30,8 +30,10 @@ LEARNED_POLL_SECONDS = 0.25  # how often the daemon is asked how far it has lear
 def configure(p: argparse.ArgumentParser) -> None:
     p.description = ("Send bytes to a stream as conditional appends starting at the stream's current length, so "
                      "that retries never duplicate a batch.")
-    p.add_argument("file", metavar="FILE|-", help="the file to send, or - for stdin")
-    p.add_argument("--stream", required=True, metavar="NAME")
+    p.add_argument("stream", metavar="NAME", help="the stream")
+    p.add_argument("file", metavar="FILE|-", nargs="?", default="-",
+                   help="the file to send, or - for stdin (the default)")
+    p.add_argument("--stream", dest="stream_option", metavar="NAME", help=argparse.SUPPRESS)  # seqd <= 0.9's form
     p.add_argument("--follow", action="store_true",
                    help="keep sending what is appended to FILE, through log rotation, as tail -F does")
     p.add_argument("--wait", action=argparse.BooleanOptionalAction, default=True,
@@ -47,20 +49,26 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def _publish(args) -> int:
-    if args.file != "-" and not os.path.isfile(args.file):
-        raise ValueError(f"{args.file}: no such file")
+    if args.stream_option is not None:  # seqd publish FILE --stream NAME, as before 0.10
+        if args.file != "-":
+            raise ValueError("the stream is named twice: use seqd publish NAME FILE")
+        args.file, args.stream = args.stream, args.stream_option
+        print("seqd publish: note: --stream is deprecated; the stream comes first: seqd publish NAME FILE",
+              file=sys.stderr)
+    source = _open(args.file, args.follow, args.batch)  # first: an unreadable input creates no stream
     with connect(args, max_batch=args.batch) as client:
+        created = False
         try:
             position = client.stats(args.stream).accepted
         except NoSuchStreamError:
             if not args.create:
                 raise ValueError(f"no stream {args.stream!r} (drop --no-create to create it)") from None
-            client.create(args.stream, preset=args.preset, exist_ok=True)
+            created = client.create(args.stream, preset=args.preset, exist_ok=True).created
             position = client.stats(args.stream).accepted
         start, sent, began = position, 0, time.monotonic()
         status = StatusLine(sys.stderr.isatty(), every=SENT_LINE_SECONDS)
         try:
-            for chunk in _chunks(args.file, args.batch, args.follow):
+            for chunk in _chunks(source, args.batch):
                 try:
                     position = client.publish(args.stream, chunk, position=position).position
                 except ConflictError as exc:
@@ -72,6 +80,10 @@ def _publish(args) -> int:
         except KeyboardInterrupt:
             _summary(args.stream, position - start, position, status, interrupted=True)
             return 0 if args.follow else 130
+        except BaseException:
+            if created and position == start:  # nothing of ours reached it: the stream we made goes too
+                _drop_quietly(client, args.stream)
+            raise
         _summary(args.stream, position - start, position, status)
         if args.wait and not args.follow:
             try:
@@ -99,16 +111,37 @@ def _wait_learned(client: Client, stream: str, position: int, status: StatusLine
           f"({st.recent_bits_per_symbol:.4f} over the last 4096)")
 
 
-def _chunks(name: str, size: int, follow: bool) -> Iterator[bytes]:
+def _drop_quietly(client: Client, stream: str) -> None:
+    """Drop the stream this run created and could not fill; the error that ended the run is the one shown."""
+    try:
+        client.drop(stream)
+        print(f"seqd publish: dropped stream {stream!r}, which this run had created and sent nothing to",
+              file=sys.stderr)
+    except Exception as exc:
+        print(f"seqd publish: could not drop stream {stream!r}, created by this run and left empty: {exc}",
+              file=sys.stderr)
+
+
+def _open(name: str, follow: bool, size: int):
+    """The input, opened: stdin, a :class:`Follower`, or a file (a clear error if it cannot be read)."""
     if name == "-":
-        stdin = sys.stdin.buffer
-        read = getattr(stdin, "read1", stdin.read)  # whatever has arrived: a live pipe is not held back
+        return sys.stdin.buffer
+    if os.path.isdir(name):
+        raise ValueError(f"{name}: is a directory")
+    try:
+        return Follower(name, size) if follow else open(name, "rb")
+    except FileNotFoundError:
+        raise ValueError(f"{name}: no such file") from None
+
+
+def _chunks(source, size: int) -> Iterator[bytes]:
+    if isinstance(source, Follower):
+        yield from source
+    elif source is sys.stdin.buffer:
+        read = getattr(source, "read1", source.read)  # whatever has arrived: a live pipe is not held back
         while chunk := read(size):
             yield chunk
-        return
-    if follow:
-        yield from Follower(name, size)
-        return
-    with open(name, "rb") as f:
-        while chunk := f.read(size):
-            yield chunk
+    else:
+        with source:
+            while chunk := source.read(size):
+                yield chunk

@@ -66,7 +66,7 @@ def run(api: str, metrics_url: str | None, stop: threading.Event, *, lines: int 
             say(f"\nthe text is learned: {stats.recent_bits_per_symbol:.3f} bits/symbol over the last 4096 symbols "
                 f"(the true model: {truth:.3f}; a constant model: {np.log2(stats.alphabet_size):.2f}).")
             say("seqd keeps serving. From another terminal:\n"
-                "  seqd publish some.log --stream mylog     # learn a log\n"
+                "  seqd publish mylog some.log             # learn a log\n"
                 "  seqd stats mylog                         # its compression rate\n"
                 f"  curl {metrics_url or '<metrics off>'}")
 

@@ -1,4 +1,9 @@
-"""``seqd subscribe``: a stream's prediction events, one line each, as the daemon publishes them."""
+"""``seqd subscribe``: a stream's prediction events, one line each, as the daemon publishes them.
+
+The daemon is asked about the stream first, within ``--timeout``: an absent
+daemon or stream is an error at once, not a silent wait.  Events then come
+as the stream learns, for as long as it takes.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +24,10 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def _subscribe(args) -> int:
-    with connect(args) as client:
+    with connect(args, retries=0) as client:
+        # the daemon and the stream, checked first (within --timeout): events from an absent daemon or for
+        # an absent stream would never come, and a SUB socket cannot tell
+        client.stats(args.stream)
         client.pub = args.pub
         seen = 0
         with client.subscribe(args.stream) as events:

@@ -288,7 +288,8 @@ class Requests:
         view = stream.view
         return dict(view.stats, stream=stream.name, accepted=stream.accepted, queued=stream.queued,
                     config=config_dict(stream.config), state_bytes=stream.learner.state_bytes,
-                    created=stream.created, uptime_seconds=time.time() - stream.started)
+                    created=stream.created, uptime_seconds=time.time() - stream.started,
+                    state="broken" if stream.broken else "live", broken=stream.broken)
 
     def server_stats(self) -> dict:
         return dict(server="seqd", version=__version__, uptime_seconds=time.time() - self.started,

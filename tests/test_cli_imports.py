@@ -65,8 +65,12 @@ def test_client_commands_import_no_model(server, tmp_path):
     assert result == {"code": 0, "heavy": []} and "position 3" in out
     log = tmp_path / "app.log"
     log.write_bytes(b"line one\n")
-    result, out = probe("publish", str(log), "--stream", "web", "--api", server.endpoint)
+    result, out = probe("publish", "web", str(log), "--api", server.endpoint)
     assert result == {"code": 0, "heavy": []} and "published 9 symbols to web; position 12" in out
+    result, out = probe("streams", "--api", server.endpoint)
+    assert result == {"code": 0, "heavy": []} and "web" in out
+    result, out = probe("drop", "web", "--yes", "--api", server.endpoint)
+    assert result == {"code": 0, "heavy": []} and "dropped stream web" in out
 
 
 def test_the_model_is_imported_for_the_commands_that_need_it(tmp_path):

@@ -474,7 +474,7 @@ def test_the_command_line_against_the_daemon(server, tmp_path, capsys):
 
     log = tmp_path / "app.log"
     log.write_bytes(text(5000, 11))
-    assert main(["publish", str(log), "--stream", "app", "--api", server.api, "--batch", "1000"]) == 0
+    assert main(["publish", "app", str(log), "--api", server.api, "--batch", "1000"]) == 0
     out = capsys.readouterr().out
     learner, bits = reference([text(5000, 11)], config={})  # `seqd publish` creates the default byte model
     assert "published 5000 symbols to app; position 5000" in out

@@ -328,7 +328,7 @@ def test_publish_follow_through_rotation(tmp_path, kind):
     log.write_bytes(b"")
     server = FakeServer()
     try:
-        command = SEQD + ["publish", "--follow", str(log), "--stream", "web", "--api", server.endpoint]
+        command = SEQD + ["publish", "--follow", "web", str(log), "--api", server.endpoint]
         _, out = run_through_rotation(kind, log, command, lambda: bytes(server.streams.get("web", b"")))
         assert b"published" in out
         positions = [r.position for r in server.ops("publish")]
