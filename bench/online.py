@@ -24,10 +24,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baselines import PEERS, held_out_files, log_files, table, weighted_mean  # noqa: E402
-from common import command_line, machine, report  # noqa: E402
+from common import ROOT, command_line, machine, report  # noqa: E402
 
+import seqd  # noqa: E402
 from seqd.core import tasks  # noqa: E402
-from seqd.core.container import PRESETS  # noqa: E402
+from seqd.core.container import PRESET, PRESETS  # noqa: E402
 from seqd.core.limits import check_settings  # noqa: E402
 from seqd.core.online import OnlineConfig, OnlineLearner  # noqa: E402
 from seqd.core.online.context import COLUMN, MATCH, ORDER, WORD  # noqa: E402
@@ -485,14 +486,46 @@ def cost(args) -> str:
     return "\n".join(lines)
 
 
+CURVE_PEERS = ("xz-9e", "ppmd-o16")
+CURVE_IMAGE = "docs/images/learning-curves-logs.png"
+
+
+def curves(args) -> str:
+    """The byte model's learning curve on each log, beside the peers' figures for that file, as a picture."""
+    from seqd.cli import _curve
+
+    files = log_files()
+    drawn, per_file = [], {}
+    for path, peers in zip(files, table(files, peers=CURVE_PEERS)):
+        data = path.read_bytes()
+        curve = _curve.Curve.for_size(path.name, len(data))
+        curve.add(OnlineLearner(BYTES).learn(data))
+        drawn.append(curve.finish())
+        per_file[path.name] = [(p, peers[p]) for p in CURVE_PEERS if peers.get(p) is not None]
+        if path.name in PAQ8PX:
+            per_file[path.name].append(("paq8px -8 (ANCHORS)", PAQ8PX[path.name]))
+        print(f"{path.name}: {curve.points()[-1][2]:.4f}", flush=True)
+    image = ROOT / CURVE_IMAGE
+    image.parent.mkdir(exist_ok=True)
+    fig = _curve.figure(drawn, [], f"seqd {seqd.__version__}, preset {PRESET}: bits per byte along each log",
+                        per_file=per_file)
+    if not args.no_write:
+        fig.savefig(image, dpi=90)
+    return (f"![Learning curves on the nine logs]({Path(CURVE_IMAGE).relative_to('docs')})\n\n"
+            "The byte model's bits per byte along each log: over a sliding stretch of a fiftieth of the file (blue) "
+            "and so far (black), whose last value is the file's figure in the table above; the dashed lines are "
+            "what xz −9e and PPMd order 16 (measured in this run) and paq8px −8 (`../shared/ANCHORS.md`) take for "
+            "the whole file.")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=("logs", "ablations", "scales", "where", "tasks", "cost"))
+    p.add_argument("what", choices=("logs", "ablations", "scales", "where", "tasks", "cost", "curves"))
     p.add_argument("--no-write", action="store_true")
     p.add_argument("--jobs", type=int, default=1, help="ablation rows run at once (one core each)")
     args = p.parse_args()
     body = {"logs": logs, "ablations": ablations, "scales": scales, "where": where, "tasks": tasks_table,
-            "cost": cost}[args.what](args)
+            "cost": cost, "curves": curves}[args.what](args)
     config = OnlineConfig() if args.what in ("tasks", "cost") else BYTES
     text = f"Command: `{command_line('online.py')}`  \nMachine: {machine()}  \nConfiguration: `{config}`\n\n{body}\n"
     report(f"online_{args.what}", text, not args.no_write)

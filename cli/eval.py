@@ -15,6 +15,9 @@ from pathlib import Path
 from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online.config import SELECTED_STEPS
 
+from seqd import __version__
+
+from . import _curve
 from ._display import StatusLine, json_safe
 
 CHUNK = 1 << 16
@@ -52,6 +55,11 @@ def configure(p: argparse.ArgumentParser) -> None:
         else:
             p.add_argument(flag, type=kind, default=value, choices=choices.get(field.name), help=helptext)
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--curve", type=Path, metavar="FILE.png|.svg|.csv",
+                   help="write the learning curves: bits per byte along each file (a picture needs Matplotlib: "
+                        "pip install 'seqd[plot]'; the CSV needs nothing)")
+    p.add_argument("--reference", type=_curve.parse_reference, action="append", default=[], metavar="NAME=BPB",
+                   help="a peer's bits per byte, drawn as a line beside the curves (repeat for several)")
     p.set_defaults(run=_eval)
 
 
@@ -67,11 +75,13 @@ def _config(args) -> OnlineConfig:
     return OnlineConfig(alphabet_cap=256, **values)
 
 
-def evaluate_file(path: Path, config: OnlineConfig, progress=None) -> dict:
+def evaluate_file(path: Path, config: OnlineConfig, progress=None, curve: bool = False) -> dict:
+    """One file through a fresh learner; with ``curve``, the result's "curve" is its learning curve."""
     data = path.read_bytes()
     if not data:
         raise ValueError(f"{path}: file is empty")
     learner = OnlineLearner(config)
+    blocks = _curve.Curve.for_size(path.name, len(data)) if curve else None
     total_bits = 0.0
     cpu = 0.0
     impossible = 0  # symbols the model gave probability 0: an infinite code length
@@ -82,6 +92,8 @@ def evaluate_file(path: Path, config: OnlineConfig, progress=None) -> dict:
         cpu += time.process_time() - t0
         total_bits += float(bits.sum())
         impossible += int((bits == math.inf).sum())
+        if blocks is not None:
+            blocks.add(bits)
         if progress is not None:
             progress(path, start + len(chunk), len(data), total_bits)
     return {
@@ -94,6 +106,7 @@ def evaluate_file(path: Path, config: OnlineConfig, progress=None) -> dict:
         "learner_state_bytes": learner.state_bytes,
         "stats": learner.stats,
         "impossible_symbols": impossible,
+        **({"curve": blocks.finish()} if blocks is not None else {}),
     }
 
 
@@ -116,9 +129,17 @@ def _eval(args) -> int:
             raise ValueError(f"{p}: is a directory")
         if not p.is_file():
             raise ValueError(f"{p}: no such file")
+    if args.curve is not None:
+        _curve.check_target(args.curve)
+    elif args.reference:
+        raise ValueError("--reference draws beside a curve: ask for one with --curve")
     show = _progress_line() if (sys.stderr.isatty() and not args.json) else None
     OnlineLearner(config).learn(b"warm up")  # compile (or load) the kernels outside the timings
-    results = [evaluate_file(p, config, show) for p in paths]
+    results = [evaluate_file(p, config, show, curve=args.curve is not None) for p in paths]
+    if args.curve is not None:
+        curves = [r.pop("curve") for r in results]
+        _curve.write(args.curve, curves, args.reference, f"seqd {__version__} eval: bits per byte along each file")
+        print(f"seqd eval: learning curves written to {args.curve}", file=sys.stderr)
     for r in results:
         if r["impossible_symbols"]:
             print(f"seqd eval: {r['file']}: the model gave {r['impossible_symbols']} symbol(s) probability 0, so "
