@@ -1,16 +1,21 @@
 """A stream's snapshot file: the learner at some position, with the stream's statistics, behind a checksum.
 
-Layout, version 2 (magic ``SEQDSNP\\x02``), all integers little-endian::
+Layout, version 3 (magic ``SEQDSNP\\x03``), all integers little-endian::
 
     magic (8 bytes) | stream position (u64) | length of the statistics (u32) | their crc32 (u32)
     statistics: length of a JSON header (u32) | {"code_bits": ..., "recent": n} | n recent code lengths (f64)
-    the learner (``OnlineLearner.snapshot_parts`` / ``from_bytes``: a checksum of its own)
+    the learner (``OnlineLearner.snapshot_parts`` / ``from_bytes``: a checksum of its own), deflated (zlib)
 
 The statistics' crc32 starts from the stream position (its low 32 bits), so
-a header moved onto another position fails it.  Version 1 (``SEQDSNP\\x01``) is still read: its
-statistics are all JSON, the recent code lengths as numbers; encoding those
-held the GIL for about 4 ms per snapshot.  A file of a version this daemon
-does not know is refused by name, and left as it is.
+a header moved onto another position fails it.  The learner is deflated at
+zlib's fastest level: its tables are sized for any stream and hold mostly
+zeros, so a byte stream's 58 MB learner takes about a megabyte after a few
+hundred kilobytes of log (``docs/daemon.md``), at some 80 ms of a worker's
+time with the GIL released.  Versions 2 (the same, the learner as it is)
+and 1 (``SEQDSNP\\x01``: statistics all in JSON, the recent code lengths as
+numbers, which held the GIL for about 4 ms per snapshot) are still read.  A
+file of a version this daemon does not know is refused by name, and left as
+it is.
 
 This module knows the bytes; :class:`~.streams.Stream` decides when a
 snapshot is written and where (a temporary file of its own name, renamed
@@ -31,37 +36,61 @@ import numpy as np
 from ..core.online import OnlineLearner
 from . import wal
 
-SNAPSHOT_MAGIC = b"SEQDSNP\x02"
+SNAPSHOT_MAGIC = b"SEQDSNP\x03"
+SNAPSHOT_MAGIC_V2 = b"SEQDSNP\x02"  # still read: the learner not deflated
 SNAPSHOT_MAGIC_V1 = b"SEQDSNP\x01"  # still read: statistics all in JSON, the recent code lengths as numbers
+_KNOWN = (SNAPSHOT_MAGIC_V1, SNAPSHOT_MAGIC_V2, SNAPSHOT_MAGIC)
+DEFLATE_LEVEL = 1  # zlib's fastest: the tables' zeros go at any level
 _SNAP_HEAD = struct.Struct("<8sQII")  # magic, stream position, length and crc32 of the statistics
 _STATS_HEAD = struct.Struct("<I")  # v2 statistics: length of their JSON, the JSON, then the recent code lengths
 
 
+def deflated(parts) -> list[bytes]:
+    """The learner's parts (``OnlineLearner.snapshot_parts``) as version 3 stores them: one zlib stream."""
+    deflate = zlib.compressobj(DEFLATE_LEVEL)
+    out = [deflate.compress(part) for part in parts]  # zlib releases the GIL while it works
+    out.append(deflate.flush())
+    return [chunk for chunk in out if chunk]
+
+
 def head(position: int, code_bits: float, recent: np.ndarray) -> bytes:
-    """The header and statistics of a version 2 snapshot at ``position``; the learner's parts follow."""
+    """The header and statistics of a version 3 snapshot at ``position``; the learner's parts, deflated
+    (:func:`deflated`), follow."""
     # the recent code lengths as raw float64: as JSON numbers they took about 4 ms with the GIL held
     info = json.dumps({"code_bits": code_bits, "recent": len(recent)}).encode()
     extra = _STATS_HEAD.pack(len(info)) + info + recent.astype("<f8").tobytes()
     return _SNAP_HEAD.pack(SNAPSHOT_MAGIC, position, len(extra), zlib.crc32(extra, position)) + extra
 
 
-def read(snap: Path, recent_length: int) -> tuple[int, float, np.ndarray, OnlineLearner]:
-    """A snapshot of either version: its position, cumulative code length, the ``recent_length`` recent code
-    lengths, and the learner.  ValueError naming the file when it is cut short, damaged, or of another
-    version."""
+def read(snap: Path, recent_length: int, max_learner_bytes: int | None = None
+         ) -> tuple[int, float, np.ndarray, OnlineLearner]:
+    """A snapshot of any version: its position, cumulative code length, the ``recent_length`` recent code
+    lengths, and the learner.  ValueError naming the file when it is cut short, damaged, of another version,
+    or when its learner would inflate past ``max_learner_bytes``."""
     data = snap.read_bytes()
     if len(data) < _SNAP_HEAD.size:
         raise ValueError(f"{snap}: cut short")
     magic, position, size, crc = _SNAP_HEAD.unpack_from(data)
     end = _SNAP_HEAD.size + size
-    if magic[:7] == SNAPSHOT_MAGIC[:7] and magic not in (SNAPSHOT_MAGIC, SNAPSHOT_MAGIC_V1):
+    if magic[:7] == SNAPSHOT_MAGIC[:7] and magic not in _KNOWN:
         raise ValueError(f"{snap}: a stream snapshot of version {magic[7]}; this daemon reads versions "
-                         f"{SNAPSHOT_MAGIC_V1[7]} and {SNAPSHOT_MAGIC[7]}")
-    if (magic not in (SNAPSHOT_MAGIC, SNAPSHOT_MAGIC_V1) or len(data) < end
-            or zlib.crc32(data[_SNAP_HEAD.size:end], position) != crc):
+                         f"{', '.join(str(m[7]) for m in _KNOWN[:-1])} and {SNAPSHOT_MAGIC[7]}")
+    if magic not in _KNOWN or len(data) < end or zlib.crc32(data[_SNAP_HEAD.size:end], position) != crc:
         raise ValueError(f"{snap}: not a seqd stream snapshot, or damaged")
     code_bits, recent = _read_statistics(magic, data[_SNAP_HEAD.size:end], snap, recent_length)
-    return position, code_bits, recent, OnlineLearner.from_bytes(data[end:])
+    learner = memoryview(data)[end:]
+    if magic == SNAPSHOT_MAGIC:
+        inflate = zlib.decompressobj()
+        try:
+            learner = inflate.decompress(learner, max_learner_bytes or 0)  # 0: no bound
+        except zlib.error as exc:
+            raise ValueError(f"{snap}: its learner is damaged ({exc})") from None
+        if inflate.unconsumed_tail:
+            raise ValueError(f"{snap}: its learner inflates past {max_learner_bytes} bytes, more than its "
+                             "configuration holds")
+        if not inflate.eof or inflate.unused_data:
+            raise ValueError(f"{snap}: its learner is cut short, or followed by other bytes")
+    return position, code_bits, recent, OnlineLearner.from_bytes(bytes(learner))
 
 
 def _read_statistics(magic: bytes, stats: bytes, snap: Path, recent_length: int) -> tuple[float, np.ndarray]:

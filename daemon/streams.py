@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.online import OnlineConfig, OnlineLearner
+from ..core.online.state import state_nbytes
 from . import lifecycle, snapshot_file, wal
 from .lifecycle import State
 from .reports import Learned, SnapshotFailed, SnapshotWritten
@@ -355,11 +356,11 @@ class Stream:
         if self.faulted:
             raise RuntimeError(f"stream {self.name!r} is not snapshotted: {self.broken}")
         path = self.directory / "snapshot"
-        # The long part, outside the lock; the learner's arrays go to the file as they are, without the GIL.
+        # The long part, outside the lock; the learner's arrays are deflated and written without the GIL.
         # A name of its own: should the stream be dropped and its name created again meanwhile, this file
         # lands in the new stream's folder, where it must not meet that stream's own snapshot being written.
         tmp = snapshot_file.write_durably(path.with_name(f"snapshot.{uuid.uuid4().hex}.tmp"), head,
-                             *self.learner.snapshot_parts())
+                                          *snapshot_file.deflated(self.learner.snapshot_parts()))
         with self.io_lock:
             if self.dropped:
                 tmp.unlink(missing_ok=True)
@@ -408,7 +409,10 @@ class Stream:
         position, code_bits, recent, learner = 0, 0.0, None, None
         snap = directory / "snapshot"
         if snap.exists():
-            position, code_bits, recent, learner = snapshot_file.read(snap, RECENT)
+            # the learner of stream.json's configuration, and a little for its header: a damaged or hostile
+            # file cannot make the inflating take more
+            bound = state_nbytes(config) + (1 << 20)
+            position, code_bits, recent, learner = snapshot_file.read(snap, RECENT, max_learner_bytes=bound)
             if learner.config != config:
                 raise ValueError(f"{snap}: its model configuration differs from stream.json")
         learner = learner or OnlineLearner(config)

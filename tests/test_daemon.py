@@ -871,9 +871,11 @@ def test_a_stream_whose_log_failed_can_be_dropped(tmp_path, monkeypatch):
         call.close()
 
 
-def test_a_version_1_snapshot_is_still_read(tmp_path):
-    """Version 2 keeps the recent code lengths as raw float64 (version 1 had them as JSON numbers, slow to
-    write with the GIL held); a daemon restores either, to the same statistics."""
+@pytest.mark.parametrize("version", [1, 2])
+def test_snapshots_of_earlier_versions_are_still_read(tmp_path, version):
+    """Version 3 deflates the learner; version 2 kept it as it is, and version 1 also had the recent code
+    lengths as JSON numbers (slow to write with the GIL held); a daemon restores any of them, to the same
+    statistics and the same learner."""
     import json
     import struct
     import zlib
@@ -881,32 +883,71 @@ def test_a_version_1_snapshot_is_still_read(tmp_path):
     snap = tmp_path / "state" / "streams" / "s" / "snapshot"
     data = snap.read_bytes()
     head = struct.Struct("<8sQII")
-    magic, position, size, _ = head.unpack_from(data)
-    assert magic == b"SEQDSNP\x02"
+    magic, position, size, crc = head.unpack_from(data)
+    assert magic == b"SEQDSNP\x03"
     stats = data[head.size:head.size + size]
-    (n,) = struct.unpack_from("<I", stats)
-    info = json.loads(stats[4:4 + n])
-    recent = np.frombuffer(stats, dtype="<f8", offset=4 + n)
-    v1 = json.dumps({"code_bits": info["code_bits"], "recent": recent.tolist()}).encode()
-    snap.write_bytes(head.pack(b"SEQDSNP\x01", position, len(v1), zlib.crc32(v1, position)) + v1
-                     + data[head.size + size:])
+    learner = zlib.decompress(data[head.size + size:])
+    if version == 2:
+        snap.write_bytes(head.pack(b"SEQDSNP\x02", position, size, crc) + stats + learner)
+    else:
+        (n,) = struct.unpack_from("<I", stats)
+        info = json.loads(stats[4:4 + n])
+        recent = np.frombuffer(stats, dtype="<f8", offset=4 + n)
+        v1 = json.dumps({"code_bits": info["code_bits"], "recent": recent.tolist()}).encode()
+        snap.write_bytes(head.pack(b"SEQDSNP\x01", position, len(v1), zlib.crc32(v1, position)) + v1 + learner)
     with ThreadServer(tmp_path / "state") as srv:
         call = Caller(srv.api)
         after = call.ok("stats", stream="s")
+        predicted = call.ok("predict", stream="s", top=0)["distribution"]
         call.close()
     for key in ("position", "bits_per_symbol", "recent_bits_per_symbol", "code_bits"):
         assert after[key] == before[key], key
+    learner_after, _ = reference([text(3000)])
+    assert np.array_equal(np.array(predicted), learner_after.predict_proba())
+
+
+def test_a_snapshot_holds_its_learner_deflated_and_a_damaged_one_is_refused(tmp_path):
+    before = _snapshotted_stream(tmp_path / "state", text(3000))
+    snap = tmp_path / "state" / "streams" / "s" / "snapshot"
+    data = bytearray(snap.read_bytes())
+    assert len(data) < before["state_bytes"] / 8  # the tables' zeros take next to nothing
+    data[len(data) // 2] ^= 0xFF  # a bit flipped inside the deflated learner
+    snap.write_bytes(bytes(data))
+    with ThreadServer(tmp_path / "state") as srv:
+        call = Caller(srv.api)
+        reply = call("stats", stream="s")
+        assert reply.code == P.INTERNAL and "could not be restored" in reply.message
+        assert "damaged" in reply.message or "cut short" in reply.message, reply.message
+        call.close()
+    assert snap.read_bytes() == bytes(data)  # left as it is
 
 
 def test_a_snapshot_of_an_unknown_version_is_named_and_left_alone(tmp_path):
     _snapshotted_stream(tmp_path / "state", b"abcabc")
     snap = tmp_path / "state" / "streams" / "s" / "snapshot"
     data = bytearray(snap.read_bytes())
-    data[7] = 3  # SEQDSNP\x03, from a newer seqd
+    data[7] = 4  # SEQDSNP\x04, from a newer seqd
     snap.write_bytes(bytes(data))
     with ThreadServer(tmp_path / "state") as srv:
         call = Caller(srv.api)
         reply = call("stats", stream="s")
-        assert reply.code == P.INTERNAL and "version 3" in reply.message and "reads versions 1 and 2" in reply.message
+        assert reply.code == P.INTERNAL and "version 4" in reply.message and "reads versions 1, 2 and 3" in reply.message
         call.close()
     assert snap.read_bytes() == bytes(data)  # left as it is
+
+
+def test_a_snapshot_that_would_inflate_past_its_configuration_is_refused(tmp_path):
+    import struct
+    import zlib
+    _snapshotted_stream(tmp_path / "state", text(1000))
+    snap = tmp_path / "state" / "streams" / "s" / "snapshot"
+    data = snap.read_bytes()
+    head = struct.Struct("<8sQII")
+    _, _, size, _ = head.unpack_from(data)
+    bomb = zlib.compress(bytes(1 << 28), 9)  # 256 MiB of zeros in a quarter of a megabyte
+    snap.write_bytes(data[:head.size + size] + bomb)
+    with ThreadServer(tmp_path / "state") as srv:
+        call = Caller(srv.api)
+        reply = call("stats", stream="s")
+        assert reply.code == P.INTERNAL and "more than its configuration holds" in reply.message
+        call.close()
