@@ -33,14 +33,35 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="also feed a built-in stream ('demo': seed 000's alphabet with insertions) through the "
                         "client library and print the daemon's live predictions and bits per symbol")
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.add_argument("--log-format", default="text", choices=("text", "json"),
+                   help="text lines (default), or one JSON object per line for a log collector: "
+                        "time, level, logger, message, and the thread and exception when there are")
     p.set_defaults(run=run)
+
+
+class JsonLines(logging.Formatter):
+    """A log record as one JSON object per line: what a collector (Loki, Elasticsearch, journald's JSON
+    export) parses without a pattern."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        import json
+        from datetime import datetime, timezone
+
+        line = {"time": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds"),
+                "level": record.levelname.lower(), "logger": record.name, "message": record.getMessage(),
+                "thread": record.threadName}
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False)
 
 
 def run(args: argparse.Namespace) -> int:
     from seqd.daemon.server import Server  # imports zmq and the kernels: only when serving, not for --help
 
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonLines() if args.log_format == "json" else
+                         logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=args.log_level.upper(), handlers=[handler])
     overrides = dict(state_dir=args.state_dir, api=args.api, pub=args.pub, metrics_host=args.metrics_host,
                      metrics_port=args.metrics_port, workers=args.workers, fsync=args.fsync)
     config = ServeConfig.load(args.config, overrides=overrides)

@@ -84,3 +84,22 @@ def test_notify_is_silent_without_its_socket_and_the_watchdog_only_for_this_proc
     assert Notifier({"NOTIFY_SOCKET": "@abstract"}).address == "\0abstract"
     gone = Notifier({"NOTIFY_SOCKET": str(tmp_path / "absent")})
     gone.send("READY=1")  # the manager's socket is gone: logged, never raised
+
+
+def test_json_log_lines_parse_and_carry_the_exception():
+    import json
+    import logging
+    import sys
+
+    from seqd.cli.serve import JsonLines
+
+    try:
+        raise OSError(28, "No space left on device")
+    except OSError:
+        record = logging.LogRecord("seqd", logging.ERROR, __file__, 1, "stream %s: %s", ("s", "log full"),
+                                   sys.exc_info(), func=None)
+    line = JsonLines().format(record)
+    assert "\n" not in line
+    parsed = json.loads(line)
+    assert parsed["level"] == "error" and parsed["logger"] == "seqd" and parsed["message"] == "stream s: log full"
+    assert parsed["time"].endswith("+00:00") and "No space left on device" in parsed["exception"]
