@@ -28,11 +28,15 @@ def _drop(args) -> int:
             if not sys.stdin.isatty():
                 raise ValueError(f"dropping {args.stream!r} deletes everything it learned; "
                                  "pass --yes to do it without a terminal")
-            answer = input(f"drop stream {args.stream!r} and everything it learned ({st.position:,} symbols)? "
-                           "[y/N] ")
+            answer = input(f"drop stream {args.stream!r} and everything it learned ({_held(st)})? [y/N] ")
             if answer.strip().lower() not in ("y", "yes"):
                 print("not dropped")
                 return 1
         client.drop(args.stream)
-    print(f"dropped stream {args.stream} ({st.position:,} symbols learned)")
+    print(f"dropped stream {args.stream} ({_held(st)})")
     return 0
+
+
+def _held(st) -> str:
+    waiting = st.accepted - st.position
+    return f"{st.position:,} symbols learned" + (f", {waiting:,} more accepted" if waiting else "")

@@ -67,8 +67,9 @@ def run(args: argparse.Namespace) -> int:
     config = ServeConfig.load(args.config, overrides=overrides)
     server = Server(config)
     server.start()
-    print(f"seqd serving: api {server.api_endpoint}, events {server.pub_endpoint}, "
-          f"metrics {server.metrics_url or 'off'}, state {config.state_dir}", file=sys.stderr, flush=True)
+    if args.log_format == "text":  # (the log says the same; with JSON lines, nothing but JSON on stderr)
+        print(f"seqd serving: api {server.api_endpoint}, events {server.pub_endpoint}, "
+              f"metrics {server.metrics_url or 'off'}, state {config.state_dir}", file=sys.stderr, flush=True)
 
     def on_signal(signum, _frame):
         if server._stop.is_set():
