@@ -15,8 +15,9 @@ COLUMNS = ("NAME", "LEARNED", "QUEUED", "BITS/SYM", "RECENT", "MEMORY", "STATE")
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.description = ("List the daemon's streams: symbols learned and waiting, bits per symbol over the whole "
-                     "stream and over its last 4096 symbols, the learner's memory, and its state (live; broken: "
-                     "refusing publishes until a restart; unavailable: its files could not be restored).")
+                     "stream and over its last 4096 symbols, the learner's memory (or \"hibernated\": held by "
+                     "its snapshot until a batch wakes it), and its state (live; broken: refusing publishes until "
+                     "a restart; unavailable: its files could not be restored).")
     p.add_argument("--json", action="store_true", help="one JSON object per stream, a line each")
     add_connection_flags(p)
     p.set_defaults(run=one_line_errors(_streams))
@@ -33,17 +34,19 @@ def _streams(args) -> int:
                 continue
             rows.append({"stream": name, "learned": st.position, "queued": st.queued,
                          "bits_per_symbol": st.bits_per_symbol, "recent_bits_per_symbol": st.recent_bits_per_symbol,
-                         "state_bytes": st.state_bytes, "state": st.state or "live", "why": st.broken})
+                         "state_bytes": st.state_bytes, "resident": st.resident is not False,
+                         "state": st.state or "live", "why": st.broken})
     for name, why in sorted((server.raw.get("unavailable") or {}).items()):
         rows.append({"stream": name, "learned": None, "queued": None, "bits_per_symbol": None,
-                     "recent_bits_per_symbol": None, "state_bytes": None, "state": "unavailable", "why": why})
+                     "recent_bits_per_symbol": None, "state_bytes": None, "resident": False, "state": "unavailable",
+                     "why": why})
     if args.json:
         for row in rows:
             print(json.dumps(json_safe(row), allow_nan=False))
         return 0
     table = [COLUMNS] + [(r["stream"], _n(r["learned"]), _n(r["queued"]), _f(r["bits_per_symbol"]),
                           _f(r["recent_bits_per_symbol"]),
-                          "-" if r["state_bytes"] is None else human_size(r["state_bytes"]),
+                          _memory(r),
                           r["state"] + (f": {r['why']}" if r["why"] else "")) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(COLUMNS) - 1)]
     for row in table:
@@ -52,6 +55,13 @@ def _streams(args) -> int:
     if not rows:
         print("(no streams)")
     return 0
+
+
+def _memory(row) -> str:
+    """The learner's memory while it is in memory; "hibernated" while its snapshot holds it."""
+    if row["state_bytes"] is None:
+        return "-"
+    return human_size(row["state_bytes"]) if row["resident"] else "hibernated"
 
 
 def _n(value) -> str:

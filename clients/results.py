@@ -99,6 +99,7 @@ class StreamStats:
     state_bytes: int | None = None
     created: float | None = None
     uptime_seconds: float | None = None
+    resident: bool | None = None  # its learner in memory (False: hibernated to its snapshot; a batch wakes it)
     state: str | None = None  # "live", or "broken": refusing publishes until a restart (``broken`` says why)
     broken: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)

@@ -39,10 +39,12 @@ from ..clients import protocol as P
 from ..clients.protocol import Reply
 from .config import ServeConfig
 from .metrics import Telemetry
-from .reports import Created, CreateFailed, DropSynced, Faulted, Learned, SnapshotFailed, SnapshotWritten, Synced
+from .reports import (Created, CreateFailed, DropSynced, Faulted, Hibernated, Learned, SnapshotFailed,
+                      SnapshotWritten, Synced)
 from .pending import AwaitNamespace, AwaitPosition, AwaitSync, AwaitWorker, CreateJob, Deferral, DropJob, Pending
 from .requests import Requests, prediction, stopping
-from .streams import Stream, config_dict
+from .models import config_dict
+from .streams import Stream
 
 log = logging.getLogger("seqd")
 
@@ -174,6 +176,8 @@ class Completions:
             self._learned(report, out)
         elif isinstance(report, (SnapshotWritten, SnapshotFailed)):
             self._snapshot_done(report, out)
+        elif isinstance(report, Hibernated):
+            self._hibernated(report)
         elif isinstance(report, Faulted):
             for r in report.orphans:
                 out.reply(r, Reply.failure(r.request.id, P.INTERNAL, report.stream.broken), "snapshot")
@@ -192,6 +196,9 @@ class Completions:
         prediction event goes out and the predicts waiting for its new position are answered."""
         stream = report.stream
         self.telemetry.batch_learned(stream, report.symbols, report.bits, report.seconds)
+        if report.woken is not None:  # a learner more in memory: make room now rather than at the next turn
+            self.telemetry.woken(report.woken)
+            self._hibernate_some(time.monotonic(), out)
         if self.streams.get(stream.name) is stream:
             view = stream.view
             out.events.append(P.Event(stream=stream.name, position=view.position, symbols=report.symbols,
@@ -226,6 +233,8 @@ class Completions:
                 self._defer(result, acks, out)
         if acks:
             self._commit(acks, out)
+        if failure is None:  # a learner more in memory: make room now rather than at the next turn
+            self._hibernate_some(time.monotonic(), out)
 
     def _dropped(self, report: DropSynced, out: Outcome) -> None:
         """The namespace thread's report on a drop: answer it, saying whether the drop is durable."""
@@ -252,28 +261,40 @@ class Completions:
             log.error("stream %s: snapshot failed (the log still holds everything; next try in %g s): %s",
                       stream.name, self.config.snapshot_interval_seconds, result)
             stream.snapshot_time = time.monotonic()
+            stream.last_active = stream.snapshot_time  # (a hibernation's: the others' turn first)
 
             def reply(r):
                 return Reply.failure(r.request.id, P.INTERNAL, f"snapshot failed: {result}")
         else:
             result = report.position
-            stream.snapshot_position = result
-            try:
-                stream.log.checkpoint(result)
-            except OSError as exc:  # its fsync may be the one that failed: the log's durability is unknown
-                stream.mark_broken(f"write-ahead log could not be synced or rotated: {exc}")
-                log.error("stream %s: %s", stream.name, stream.broken)
-            self.telemetry.snapshots.inc()
+            self._snapshotted(stream, result)
 
             def reply(r):
                 return Reply.success(r.request.id, stream=stream.name, position=result)
         for r in report.requesters:
             out.reply(r, reply(r), "snapshot")
 
+    def _snapshotted(self, stream: Stream, position: int) -> None:
+        """A snapshot at ``position`` is on disk: the log before it goes."""
+        stream.snapshot_position = position
+        try:
+            stream.log.checkpoint(position)
+        except OSError as exc:  # its fsync may be the one that failed: the log's durability is unknown
+            stream.mark_broken(f"write-ahead log could not be synced or rotated: {exc}")
+            log.error("stream %s: %s", stream.name, stream.broken)
+        self.telemetry.snapshots.inc()
+
+    def _hibernated(self, report: Hibernated) -> None:
+        stream = report.stream
+        if report.snapshot is not None and self.streams.get(stream.name) is stream:
+            self._snapshotted(stream, report.snapshot)
+        self.telemetry.hibernated(report.seconds)
+
     # -- the clock and the stop ----------------------------------------------------------------------
     def tick(self, now: float) -> Outcome:
         """Housekeeping at ``now`` (the loop's monotonic clock): the waiting predicts whose deadline has
-        passed are answered ``timeout``, and the streams due a periodic snapshot are snapshotted."""
+        passed are answered ``timeout``, the streams due a periodic snapshot are snapshotted, and idle
+        learners hibernate (:meth:`_hibernate_some`)."""
         out = Outcome()
         for w in self.waiters.expire(now):
             out.reply(w, Reply.failure(w.request.id, P.TIMEOUT, f"stream {w.request.stream!r} did not reach "
@@ -287,7 +308,25 @@ class Completions:
             if behind >= c.snapshot_interval_symbols or (
                     behind > 0 and now - stream.snapshot_time >= c.snapshot_interval_seconds):
                 self._snapshot(stream, out)
+        self._hibernate_some(now, out)
         return out
+
+    def _hibernate_some(self, now: float, out: Outcome) -> None:
+        """Idle learners go to their snapshots: those idle for ``hibernate_after_seconds``, and, while the
+        learners in memory take more than ``max_state_bytes``, the least recently active idle ones.  A
+        hibernated stream still answers predicts and stats from its view; a batch wakes it."""
+        c = self.config
+        awake = sorted((s for s in self.streams.values() if s.resident and not s.hibernation_pending),
+                       key=lambda s: s.last_active)
+        used = sum(s.learner_bytes for s in awake)
+        for stream in awake:  # least recently active first
+            over = used > c.max_state_bytes
+            stale = 0 < c.hibernate_after_seconds <= now - stream.last_active
+            if not (over or stale):
+                break  # the rest are more recent, and there is room
+            if stream.idle and not stream.snapshot_pending and not stream.broken and stream.request_hibernation():
+                out.schedule.append(stream)
+                used -= stream.learner_bytes
 
     def disconnected(self, connection: int) -> Outcome:
         """A client connection closed: the predicts that waited over it are answered (the reply goes nowhere

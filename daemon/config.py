@@ -26,7 +26,8 @@ def default_state_dir() -> str:
 # section of the TOML file -> keys it holds (each key is a ServeConfig field)
 SECTIONS = {
     "server": ("state_dir", "api", "pub", "metrics_host", "metrics_port", "workers", "worker_nice"),
-    "limits": ("max_message_bytes", "max_batch_symbols", "max_streams", "max_queue_symbols", "max_state_bytes"),
+    "limits": ("max_message_bytes", "max_batch_symbols", "max_streams", "max_queue_symbols", "max_state_bytes",
+               "hibernate_after_seconds"),
     "durability": ("fsync", "snapshot_interval_seconds", "snapshot_interval_symbols"),
     "metrics": ("stream_labels", "max_labelled_streams"),
     "security": ("curve_secret_key_file", "curve_authorized_keys_dir"),
@@ -49,7 +50,9 @@ class ServeConfig:
     max_batch_symbols: int = 1 << 20
     max_streams: int = 1024
     max_queue_symbols: int = 4 << 20  # per stream, accepted but not yet learned; beyond it: "busy"
-    max_state_bytes: int = 8 << 30  # memory of all learners together (a byte stream's is about 50 MB)
+    max_state_bytes: int = 8 << 30  # memory of the learners in memory together (a byte stream's is about 58 MB);
+    # beyond it the least recently active idle ones hibernate (to their snapshots) until they fit
+    hibernate_after_seconds: float = 600.0  # an idle stream's learner hibernates after this long anyway; 0: never
     # [durability]
     fsync: bool = True  # acknowledge a batch only once its write-ahead log record is on disk
     snapshot_interval_seconds: float = 300.0
@@ -78,6 +81,8 @@ class ServeConfig:
             raise ValueError(f"metrics_port must be in [0, 65535], got {self.metrics_port!r}")
         if not self.snapshot_interval_seconds > 0:
             raise ValueError("snapshot_interval_seconds must be > 0")
+        if not (isinstance(self.hibernate_after_seconds, (int, float)) and self.hibernate_after_seconds >= 0):
+            raise ValueError(f"hibernate_after_seconds must be >= 0 (0: never), got {self.hibernate_after_seconds!r}")
         if self.max_queue_symbols < self.max_batch_symbols:
             raise ValueError("max_queue_symbols must be at least max_batch_symbols, or a full batch could never "
                              "be accepted")

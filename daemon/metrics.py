@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 # request latencies, from 50 µs (a predict answered from a view) to 5 s
 REQUEST_BUCKETS = (5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1.0, 5.0)
+# waking a hibernated learner: reading, inflating and checking its snapshot
+WAKE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0)
 # learning one batch (up to streams.CHUNK symbols at some 60,000 symbols/s)
 LEARN_BUCKETS = (1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.25, 0.5, 1.0, 2.0)
 
@@ -70,6 +72,11 @@ class Telemetry:
                                  "rate(seqd_code_length_total) / rate(seqd_symbols_learned_total) is the "
                                  "compression rate in bits per symbol.", registry=registry)
         self.snapshots = Counter("seqd_snapshots", "Stream snapshots written.", registry=registry)
+        self.hibernations = Counter("seqd_hibernations", "Learners that went to their snapshots (idle, or to keep "
+                                    "the learners within max_state_bytes).", registry=registry)
+        self.wake_seconds = Histogram("seqd_wake_duration_seconds", "Bringing a hibernated learner back from its "
+                                      "snapshot, before the batch that woke it is learned.",
+                                      buckets=WAKE_BUCKETS, registry=registry)
         Info("seqd_build", "The running seqd: its version and the versions it computes with.",
              registry=registry).info(build_labels())
         self._request_children: dict[tuple[str, str], tuple] = {}  # (kind, outcome) -> their two children
@@ -91,6 +98,12 @@ class Telemetry:
         self.symbols_learned.inc(symbols)
         self.code_bits.inc(bits)
         self.learn_seconds.observe(seconds)
+
+    def hibernated(self, seconds: float) -> None:
+        self.hibernations.inc()
+
+    def woken(self, seconds: float) -> None:
+        self.wake_seconds.observe(seconds)
 
 
 class StreamCollector:
@@ -120,8 +133,10 @@ class StreamCollector:
                                 value=sum(1 for s in streams if s.broken))
         yield GaugeMetricFamily("seqd_queue_symbols", "Symbols accepted and not yet learned, all streams.",
                                 value=sum(s.queued for s in streams))
-        yield GaugeMetricFamily("seqd_state_bytes", "Memory held by the learners.",
-                                value=sum(s.learner.state_bytes for s in streams))
+        yield GaugeMetricFamily("seqd_state_bytes", "Memory held by the learners in memory (not hibernated).",
+                                value=sum(s.learner_bytes for s in streams if s.resident))
+        yield GaugeMetricFamily("seqd_streams_resident", "Streams whose learner is in memory; the others are "
+                                "hibernated to their snapshots.", value=sum(1 for s in streams if s.resident))
         chosen = set(self.labelled(s.name for s in streams))
         labelled = [s for s in streams if s.name in chosen]
         learned = CounterMetricFamily("seqd_stream_symbols_learned", "Symbols a stream has learned.",

@@ -27,6 +27,16 @@ class Learned:
     symbols: int
     bits: float  # its prequential code length
     seconds: float
+    woken: float | None = None  # seconds taken to bring the learner back from hibernation first, if it slept
+
+
+@dataclass(frozen=True, eq=False)
+class Hibernated:
+    """A worker let a stream's learner go (:meth:`~.streams.Stream.request_hibernation`)."""
+
+    stream: "Stream"
+    snapshot: int | None  # the position of the snapshot it wrote first (None: the last one was current)
+    seconds: float
 
 
 @dataclass(frozen=True, eq=False)

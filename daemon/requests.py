@@ -37,7 +37,8 @@ from .pending import (AwaitNamespace, AwaitPosition, AwaitSync, AwaitWorker, Cre
 from .reports import Created, CreateFailed
 from .config import ServeConfig
 from .state_dir import StateDirectory
-from .streams import Stream, config_dict, is_earlier_preset, make_config
+from .models import config_dict, is_earlier_preset, make_config
+from .streams import Stream
 from .waiters import Waiters
 
 log = logging.getLogger("seqd")
@@ -171,11 +172,18 @@ class Requests:
             return P.BAD_CONFIG, (f"stream {name!r} would hold {binary_size(need)} of learner state, more than this "
                                   f"server serves in all (max_state_bytes = {binary_size(budget)}): use fewer units, "
                                   "a smaller degree, window or alphabet_cap")
-        used = sum(s.learner.state_bytes for s in self.streams.values()) + sum(self.reserved.values())
+        used = self.busy_bytes() + sum(self.reserved.values())
         if used + need > budget:
             return P.LIMIT, (f"a new stream of {binary_size(need)} would take the learners past max_state_bytes "
-                             f"= {binary_size(budget)} ({binary_size(used)} in use)")
+                             f"= {binary_size(budget)} ({binary_size(used)} held by streams at work)")
         return None
+
+    def busy_bytes(self) -> int:
+        """The memory of the learners that cannot hibernate now: in memory and not idle.  Idle ones make room
+        (``Completions.tick`` hibernates the least recently active while the learners take more than
+        ``max_state_bytes``)."""
+        return sum(s.learner_bytes for s in self.streams.values()
+                   if s.resident and not s.idle and not s.hibernation_pending)  # (those are on their way out)
 
     def publish(self, pending: Pending, stream: Stream) -> Reply | AwaitSync:
         """Check a batch and append it to the stream's log; it is acknowledged after the log's fsync."""
@@ -246,9 +254,9 @@ class Requests:
                 failure = (P.INTERNAL, f"stream {name!r} could not be created: {type(result).__name__}: {result}")
                 return pending, failure
             stream = report.stream
-            used = sum(s.learner.state_bytes for s in self.streams.values())
-            if used + stream.learner.state_bytes > self.config.max_state_bytes:
-                failure = (P.LIMIT, f"a new stream of {stream.learner.state_bytes} bytes would take the learners "
+            used = self.busy_bytes()
+            if used + stream.learner_bytes > self.config.max_state_bytes:
+                failure = (P.LIMIT, f"a new stream of {stream.learner_bytes} bytes would take the learners "
                                     f"past max_state_bytes = {self.config.max_state_bytes}")
                 try:
                     stream.log.close()
@@ -259,7 +267,7 @@ class Requests:
             stream.go_live()
             self.streams[name] = stream
             stream.stagger(self.config.snapshot_interval_seconds)
-            log.info("stream %s created (%d bytes of state)", name, stream.learner.state_bytes)
+            log.info("stream %s created (%d bytes of state)", name, stream.learner_bytes)
             return pending, None
         except Exception as exc:  # a fault of ours: whoever asked still gets an answer
             log.exception("stream %s: registering it failed", name)
@@ -269,7 +277,8 @@ class Requests:
         """Restore every stream of the state directory at start and serve it; a stream whose files cannot
         be restored is named in ``unavailable`` with why, and its files are left as they are."""
         t0 = time.perf_counter()
-        restored = self.state.restore(threads=self.config.worker_count, fsync=self.config.fsync)
+        restored = self.state.restore(threads=self.config.worker_count, fsync=self.config.fsync,
+                                      budget=self.config.max_state_bytes)
         if not restored:
             return
         for path, result in restored:
@@ -281,13 +290,14 @@ class Requests:
                 why = f"{type(result).__name__}: {result}"
                 self.unavailable[path.name] = why
                 log.error("stream %s could not be restored (its files are left as they are): %s", path.name, why)
-        log.info("restored %d stream(s) in %.1f s", len(self.streams), time.perf_counter() - t0)
+        log.info("restored %d stream(s) in %.1f s (%d hibernated)", len(self.streams), time.perf_counter() - t0,
+                 sum(1 for s in self.streams.values() if not s.resident))
 
     # -- statistics --------------------------------------------------------------------------------
     def stream_stats(self, stream: Stream) -> dict:
         view = stream.view
         return dict(view.stats, stream=stream.name, accepted=stream.accepted, queued=stream.queued,
-                    config=config_dict(stream.config), state_bytes=stream.learner.state_bytes,
+                    config=config_dict(stream.config), state_bytes=stream.learner_bytes, resident=stream.resident,
                     created=stream.created, uptime_seconds=time.time() - stream.started,
                     state="broken" if stream.broken else "live", broken=stream.broken)
 

@@ -74,17 +74,27 @@ class StateDirectory:
         path.parent.mkdir(mode=PRIVATE_DIR, exist_ok=True)
         return path
 
-    def restore(self, *, threads: int, fsync: bool) -> list[tuple[Path, Stream | Exception]]:
+    def restore(self, *, threads: int, fsync: bool, budget: int | None = None) -> list[tuple[Path, Stream | Exception]]:
         """Remove the creations a crash interrupted, then open every stream's folder, ``threads`` at a
-        time; returns each folder (sorted by name) with its stream, or with why it could not be opened."""
+        time; returns each folder (sorted by name) with its stream, or with why it could not be opened.
+
+        Once the learners opened take ``budget`` bytes, a stream whose snapshot holds its whole learner (its
+        log has nothing after it) is served hibernated: its learner goes back to the snapshot it came from,
+        so that a daemon of many streams starts within its memory, as it ran."""
         for unfinished in self.streams.glob(".new-*"):  # a create that a crash interrupted
             shutil.rmtree(unfinished, ignore_errors=True)
         dirs = sorted(p for p in self.streams.iterdir() if p.is_dir() and not p.name.startswith("."))
         results: dict[Path, Stream | Exception] = {}
+        held = [0]
+        counting = threading.Lock()
 
         def restore(path: Path) -> None:
             try:
-                results[path] = Stream.open(path, fsync=fsync)
+                stream = Stream.open(path, fsync=fsync)
+                with counting:
+                    if budget is None or held[0] + stream.learner_bytes <= budget or not stream.sleep_as_opened():
+                        held[0] += stream.learner_bytes
+                results[path] = stream
             except Exception as exc:
                 results[path] = exc
 

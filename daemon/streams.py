@@ -23,7 +23,6 @@ log segments.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -40,81 +39,12 @@ import numpy as np
 from ..core.online import OnlineConfig, OnlineLearner
 from ..core.online.state import state_nbytes
 from . import lifecycle, snapshot_file, wal
+from .models import config_dict
 from .lifecycle import State
-from .reports import Learned, SnapshotFailed, SnapshotWritten
+from .reports import Hibernated, Learned, SnapshotFailed, SnapshotWritten
 
 RECENT = 4096  # symbols over which the "recent" bits/symbol is taken
 CHUNK = 1 << 16  # a worker learns at most this many symbols before it yields to other streams
-
-PRESETS = {
-    "bytes": OnlineConfig.bytes_default,  # a small GLNN plus context units: logs, text, bytes
-    "glnn": OnlineConfig,  # seed 000's GLNN alone
-}
-
-
-# Earlier versions of a preset, for streams an older seqd created with it: such a stream keeps its model, and
-# a create with exist_ok that names the preset still finds it.  What each earlier "bytes" had instead of today's:
-_BYTES_0_8 = dict(unit_selected_weights=False, probability_maps=False)
-_BYTES_0_7 = dict(_BYTES_0_8, field_selecting_fields=1, field_selecting_positions=4)
-_BYTES_0_6 = dict(_BYTES_0_7, order2_selected_weights=False)
-_BYTES_0_5 = dict(_BYTES_0_6, number_context=False)
-_BYTES_0_4 = dict(_BYTES_0_5, field_selected_weights=False)
-_BYTES_0_3 = dict(_BYTES_0_4, context_orders=(1, 2, 3, 4, 6, 8, 12, 16), field_column_context=False,
-                  indirect_context=False)
-_BYTES_0_2 = dict(_BYTES_0_3, selected_weights=False)  # and no mixer
-EARLIER = {"bytes": tuple((lambda before: lambda **overrides: OnlineConfig.bytes_default(**{**before, **overrides}))(b)
-                          for b in (_BYTES_0_8, _BYTES_0_7, _BYTES_0_6, _BYTES_0_5, _BYTES_0_4, _BYTES_0_3, _BYTES_0_2))}
-
-
-def is_earlier_preset(config: OnlineConfig, preset: str | None, overrides: dict | None) -> bool:
-    """Whether ``config`` is ``preset`` with ``overrides`` as an earlier seqd built it (:data:`EARLIER`)."""
-    for build in EARLIER.get(preset or "bytes", ()):
-        try:
-            if build(**(overrides or {})) == config:
-                return True
-        except (TypeError, ValueError):
-            continue
-    return False
-
-
-# What one request may ask of the daemon's memory and time: a model within these bounds is built in well
-# under a second, and its arrays are counted against max_state_bytes before it is kept.
-SERVED_BOUNDS = {"units": 512, "degree": 64, "window": 256, "context_bits": 22, "history_bits": 24,
-                 "match_bits": 24}
-MAX_CONTEXT_ORDERS = 16
-
-
-def make_config(preset: str | None, overrides: dict | None) -> OnlineConfig:
-    """The model configuration of a new stream; ValueError with the reason when refused.
-
-    Besides ``OnlineConfig``'s own checks, the daemon bounds the model's size
-    (:data:`SERVED_BOUNDS`): a request must not be able to stall the daemon or
-    exhaust its memory.
-    """
-    preset = preset or "bytes"
-    if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
-    known = {f.name for f in dataclasses.fields(OnlineConfig)}
-    unknown = set(overrides or {}) - known
-    if unknown:
-        raise ValueError(f"unknown model setting(s) {', '.join(sorted(unknown))}")
-    try:
-        config = PRESETS[preset](**(overrides or {}))
-    except TypeError as exc:
-        raise ValueError(str(exc)) from None
-    for name, bound in SERVED_BOUNDS.items():
-        if getattr(config, name) > bound:
-            raise ValueError(f"{name} = {getattr(config, name)} is above what this daemon serves ({bound})")
-    if len(config.context_orders) > MAX_CONTEXT_ORDERS:
-        raise ValueError(f"at most {MAX_CONTEXT_ORDERS} context orders, got {len(config.context_orders)}")
-    return config
-
-
-def config_dict(config: OnlineConfig) -> dict:
-    out = dataclasses.asdict(config)
-    out["context_orders"] = list(out["context_orders"])
-    return out
-
 
 @dataclass(frozen=True)
 class View:
@@ -149,8 +79,12 @@ class Stream:
                  created: float, fsync: bool):
         self.name = name
         self.directory = directory
-        self.learner = learner
+        self.learner: OnlineLearner | None = learner  # None while hibernated (:meth:`request_hibernation`)
         self.config = learner.config
+        self.learner_bytes = learner.state_bytes  # what the learner holds whenever it is in memory
+        self.last_active = time.monotonic()  # when a batch last came or was learned (the loop's LRU order)
+        self.hibernation_pending = False  # a hibernation is queued (set by the loop, cleared by the worker)
+        self.slept_at = position  # while hibernated: the position of the snapshot that holds the learner
         self.created = created
         self.started = time.time()
         self.snapshot_position = position
@@ -158,7 +92,8 @@ class Stream:
         self.log = wal.WriteAheadLog(directory, wal.itemsize_for(self.config.alphabet_cap), position, fsync=fsync)
         self.lock = threading.Lock()  # guards the queue, `scheduled`, `queued`, `state` and the flags below
         self.io_lock = threading.Lock()  # a snapshot being written, or the directory being moved away by a drop
-        self.queue: deque = deque()  # ("batch", start, symbols) | ("snapshot", [requesters]) | ("drop", path)
+        # ("batch", start, symbols) | ("snapshot", [requesters]) | ("hibernate",) | ("drop", path)
+        self.queue: deque = deque()
         self.queued = 0  # accepted symbols not yet learned
         self.syncing = 0  # symbols in the log, waiting for its fsync before they are queued (I/O loop only)
         self.syncing_batches = 0  # the batches they make
@@ -208,6 +143,16 @@ class Stream:
     def accepted(self) -> int:
         return self.log.position
 
+    @property
+    def resident(self) -> bool:
+        """Its learner is in memory (not hibernated)."""
+        return self.learner is not None
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued, syncing or held by a worker (read by the loop, which alone changes ``syncing``)."""
+        return not self.scheduled and not self.queue and self.syncing == 0
+
     def offer(self, start: int, symbols: np.ndarray) -> bool:
         """Queue a batch the log holds from position ``start``; returns True when the stream must be
         handed to a worker."""
@@ -216,6 +161,19 @@ class Stream:
                 return False
             self.queue.append(("batch", start, symbols))
             self.queued += len(symbols)
+            self.last_active = time.monotonic()
+            return self._schedule()
+
+    def request_hibernation(self) -> bool:
+        """Queue the learner's hibernation: a worker snapshots it (if it learned anything since the last
+        snapshot) and lets it go; its view stays and answers predicts and stats.  Only for a live, idle,
+        resident stream; returns True when the stream must be scheduled."""
+        with self.lock:
+            if (self.state is not State.LIVE or self.queue or self.scheduled or self.learner is None
+                    or self.hibernation_pending):
+                return False
+            self.hibernation_pending = True
+            self.queue.append(("hibernate",))
             return self._schedule()
 
     def request_snapshot(self, requester) -> bool:
@@ -297,24 +255,74 @@ class Stream:
             else:
                 self.queue.popleft()
         if kind == "batch":
-            report = Learned(self, *self._learn(args[1]))
+            woken = self._wake() if self.learner is None else None
+            report = Learned(self, *self._learn(args[1]), woken=woken)
         elif kind == "snapshot":
             try:
                 report = SnapshotWritten(self, tuple(args[0]), self._write_snapshot())
             except Exception as exc:  # disk full, say: the log still holds everything; report it, go on learning
                 report = SnapshotFailed(self, tuple(args[0]), exc)
+        elif kind == "hibernate":
+            report = self._hibernate()
         else:  # drop: the directory was already moved aside by the I/O loop; nothing to tell
             shutil.rmtree(args[0], ignore_errors=True)
             report = None
         with self.lock:
             if kind == "batch":
                 self.queued -= len(args[1])
+                self.last_active = time.monotonic()
             if kind == "snapshot":
                 self.snapshot_pending = any(item[0] == "snapshot" for item in self.queue)
+            if kind == "hibernate":
+                self.hibernation_pending = False
             more = bool(self.queue)
             if not more:
                 self.scheduled = False
         return report, more
+
+    def _hibernate(self) -> Hibernated | SnapshotFailed | None:
+        """Let the learner go, after a snapshot at the learned position if the last one is older: the file then
+        holds exactly what the memory did, and the log after it what comes next.  Not when work came meanwhile
+        (the stream is busy again), nor when the snapshot cannot be written (the learner stays)."""
+        t0 = time.perf_counter()
+        with self.lock:
+            busy = bool(self.queue) or self.learner is None or self.state is not State.LIVE
+        if busy:
+            return None
+        written = None
+        if self.view.position > self.snapshot_position or not (self.directory / "snapshot").exists():
+            try:
+                written = self._write_snapshot()
+            except Exception as exc:  # the learner stays in memory: nothing is lost, the loop is told
+                return SnapshotFailed(self, (), exc)
+        with self.lock:
+            if self.queue:  # a batch came while the snapshot was written: keep the learner
+                return None if written is None else SnapshotWritten(self, (), written)
+            self.slept_at = self.view.position
+            self.learner = None
+        _return_freed_memory()
+        return Hibernated(self, written, time.perf_counter() - t0)
+
+    def sleep_as_opened(self) -> bool:
+        """Just opened (:meth:`open`) and its snapshot holds the whole learner (nothing was replayed after it):
+        let the learner go, as a hibernation would have; returns whether it did."""
+        if self.view.position != self.snapshot_position or not (self.directory / "snapshot").exists():
+            return False
+        self.slept_at = self.view.position
+        self.learner = None
+        return True
+
+    def _wake(self) -> float:
+        """Bring a hibernated learner back from its snapshot (its position is the view's: nothing was learned
+        while it slept); returns the seconds it took.  A snapshot that cannot be read raises: the worker
+        marks the stream faulted, and its files are left for a restart to try again."""
+        t0 = time.perf_counter()
+        snap = self.directory / "snapshot"
+        position, _, _, learner = snapshot_file.read(snap, RECENT, max_learner_bytes=self.learner_bytes + (1 << 20))
+        if position != self.view.position or learner.config != self.config:
+            raise ValueError(f"{snap}: holds position {position}, not the hibernated {self.view.position}")
+        self.learner = learner
+        return time.perf_counter() - t0
 
     def _learn(self, symbols: np.ndarray) -> tuple[int, float, float]:
         t0 = time.perf_counter()
@@ -355,6 +363,8 @@ class Stream:
         head = snapshot_file.head(position, self.code_bits, self._recent)
         if self.faulted:
             raise RuntimeError(f"stream {self.name!r} is not snapshotted: {self.broken}")
+        if self.learner is None:  # hibernated: the snapshot on disk is the learner, at the view's position
+            return self.slept_at
         path = self.directory / "snapshot"
         # The long part, outside the lock; the learner's arrays are deflated and written without the GIL.
         # A name of its own: should the stream be dropped and its name created again meanwhile, this file
@@ -430,6 +440,29 @@ class Stream:
         stream.snapshot_position = position
         stream.view = View.of(learner, learned, stream._stats(learned))
         return stream
+
+
+def _return_freed_memory() -> None:
+    """Give the memory a hibernated learner's smaller arrays held back to the system: the C library keeps
+    freed heap memory for reuse, and a daemon that lets learners go by the hundred would keep their share
+    (glibc's ``malloc_trim``; elsewhere nothing).  The large tables are mappings of their own, unmapped
+    when they go."""
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _libc():
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim.argtypes = [ctypes.c_size_t]
+        return libc
+    except (OSError, AttributeError):
+        return None
+
+
+_LIBC = _libc()
 
 
 class Dropped(Exception):

@@ -93,6 +93,17 @@ def test_cli_streams_lists_every_stream(server, capsys):
     assert [line.split()[0] for line in lines[1:]] == ["db", "web"]
     assert lines[2].split() == ["web", "3", "0", "2.5000", "2.0000", "1.0", "kB", "live"]
     assert lines[1].split()[3:5] == ["-", "-"]  # nothing learned yet: no rate
+    asleep = server.handle
+
+    def hibernated(r):
+        reply = asleep(r)
+        if r.op == "stats" and r.stream == "web":
+            reply = type(reply).success(r.id, **dict(reply.result, resident=False))
+        return reply
+    server.handle = hibernated
+    assert main(["streams", "--api", server.endpoint]) == 0
+    assert capsys.readouterr().out.splitlines()[2].split()[5] == "hibernated"
+    server.handle = asleep
     assert main(["streams", "--api", server.endpoint, "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["stream"] for r in rows] == ["db", "web"] and rows[1]["learned"] == 3 and rows[1]["state"] == "live"

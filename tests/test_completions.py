@@ -282,7 +282,8 @@ def test_a_faulted_stream_answers_the_snapshots_it_will_never_write(loop):
 
 
 def test_periodic_snapshots_come_by_symbols_or_by_seconds(tmp_path):
-    loop = Loop(tmp_path, fsync=False, snapshot_interval_symbols=10, snapshot_interval_seconds=60.0)
+    loop = Loop(tmp_path, fsync=False, snapshot_interval_symbols=10, snapshot_interval_seconds=60.0,
+                hibernate_after_seconds=0)  # (hibernation has tests of its own)
     try:
         streams = {name: loop.create(name) for name in ("many", "few", "none", "broken")}
         _, commit = loop.burst(("many", b"0123456789"), ("few", b"abc"), ("broken", b"abc"))

@@ -252,7 +252,7 @@ def test_prediction_does_not_change_the_state(entry):
 
 def test_every_daemon_preset_is_registered():
     """Entry ``preset-<name>`` is the daemon's preset ``name`` as it builds it, for every preset."""
-    from seqd.daemon.streams import PRESETS  # here only: the rest of the suite does not need the daemon
+    from seqd.daemon.models import PRESETS  # here only: the rest of the suite does not need the daemon
 
     registered = {e.name.removeprefix("preset-"): e for e in REGISTRY if e.name.startswith("preset-")}
     assert set(registered) == set(PRESETS), f"registered {sorted(registered)}, the daemon has {sorted(PRESETS)}"

@@ -8,7 +8,8 @@ import pytest
 
 from seqd.daemon import lifecycle
 from seqd.daemon.lifecycle import TRANSITIONS, IllegalTransition, State
-from seqd.daemon.streams import Stream, make_config
+from seqd.daemon.models import make_config
+from seqd.daemon.streams import Stream
 
 from daemon_harness import SMALL_BYTES
 

@@ -19,7 +19,8 @@ from seqd.daemon.reports import Created, CreateFailed
 from seqd.daemon.pending import AwaitNamespace, AwaitPosition, AwaitSync, AwaitWorker, CreateJob, DropJob, Pending
 from seqd.daemon.requests import Requests, prediction
 from seqd.daemon.state_dir import StateDirectory
-from seqd.daemon.streams import Stream, make_config
+from seqd.daemon.models import make_config
+from seqd.daemon.streams import Stream
 from seqd.daemon.waiters import Waiters
 from seqd.core.online.state import state_nbytes as state_module_nbytes
 
@@ -141,6 +142,7 @@ def test_a_creation_over_max_state_bytes_is_refused_and_leaves_nothing(tmp_path)
     daemon = Daemon(tmp_path, max_state_bytes=size * 3 // 2)
     try:
         daemon.create("a")
+        assert isinstance(daemon("publish", stream="a", symbols=b"xy"), AwaitSync)  # at work: cannot hibernate
         refused = daemon("create", stream="b", config=SMALL_BYTES)  # refused up front, nothing allocated
         assert refused.code == P.LIMIT and "max_state_bytes" in refused.message and "b" not in daemon.requests.creating
         # and a learner larger than its create foresaw is refused at registration, its files removed
@@ -190,7 +192,10 @@ def test_streams_being_created_count_against_the_memory_budget(tmp_path):
         assert reply.code == P.LIMIT and "max_state_bytes" in reply.message and not daemon.requests.creating.get("b")
         stream = Stream.create("a", daemon.state.streams, first.job.config, fsync=False)
         assert daemon.requests.created(Created("a", stream))[1] is None and not daemon.requests.reserved
-        assert daemon("create", stream="b", config=SMALL_BYTES).code == P.LIMIT  # now "a" holds it
+        assert isinstance(daemon("publish", stream="a", symbols=b"xy"), AwaitSync)
+        assert daemon("create", stream="b", config=SMALL_BYTES).code == P.LIMIT  # now "a" holds it, at work
+        stream.syncing = 0  # its batch synced and (say) learned: idle, it can hibernate to make room
+        assert isinstance(daemon("create", stream="b", config=SMALL_BYTES), AwaitNamespace)
     finally:
         daemon.close()
 

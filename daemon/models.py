@@ -1,0 +1,85 @@
+"""The models a stream is created with: the presets, what earlier seqd versions meant by them, and the bounds
+on what one request may ask for.
+
+A ``create`` names a preset (``bytes``, the default, or ``glnn``) and
+``OnlineConfig`` overrides; :func:`make_config` builds the configuration or
+says why not.  A stream keeps the configuration it was created with
+(``stream.json``), so the presets change with seqd's versions while old
+streams keep their models: :data:`EARLIER` lets a create with ``exist_ok``
+recognise a stream an older seqd made with the same words.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..core.online import OnlineConfig
+
+PRESETS = {
+    "bytes": OnlineConfig.bytes_default,  # a small GLNN plus context units: logs, text, bytes
+    "glnn": OnlineConfig,  # seed 000's GLNN alone
+}
+
+
+# Earlier versions of a preset, for streams an older seqd created with it: such a stream keeps its model, and
+# a create with exist_ok that names the preset still finds it.  What each earlier "bytes" had instead of today's:
+_BYTES_0_8 = dict(unit_selected_weights=False, probability_maps=False)
+_BYTES_0_7 = dict(_BYTES_0_8, field_selecting_fields=1, field_selecting_positions=4)
+_BYTES_0_6 = dict(_BYTES_0_7, order2_selected_weights=False)
+_BYTES_0_5 = dict(_BYTES_0_6, number_context=False)
+_BYTES_0_4 = dict(_BYTES_0_5, field_selected_weights=False)
+_BYTES_0_3 = dict(_BYTES_0_4, context_orders=(1, 2, 3, 4, 6, 8, 12, 16), field_column_context=False,
+                  indirect_context=False)
+_BYTES_0_2 = dict(_BYTES_0_3, selected_weights=False)  # and no mixer
+EARLIER = {"bytes": tuple((lambda before: lambda **overrides: OnlineConfig.bytes_default(**{**before, **overrides}))(b)
+                          for b in (_BYTES_0_8, _BYTES_0_7, _BYTES_0_6, _BYTES_0_5, _BYTES_0_4, _BYTES_0_3, _BYTES_0_2))}
+
+
+def is_earlier_preset(config: OnlineConfig, preset: str | None, overrides: dict | None) -> bool:
+    """Whether ``config`` is ``preset`` with ``overrides`` as an earlier seqd built it (:data:`EARLIER`)."""
+    for build in EARLIER.get(preset or "bytes", ()):
+        try:
+            if build(**(overrides or {})) == config:
+                return True
+        except (TypeError, ValueError):
+            continue
+    return False
+
+
+# What one request may ask of the daemon's memory and time: a model within these bounds is built in well
+# under a second, and its arrays are counted against max_state_bytes before it is kept.
+SERVED_BOUNDS = {"units": 512, "degree": 64, "window": 256, "context_bits": 22, "history_bits": 24,
+                 "match_bits": 24}
+MAX_CONTEXT_ORDERS = 16
+
+
+def make_config(preset: str | None, overrides: dict | None) -> OnlineConfig:
+    """The model configuration of a new stream; ValueError with the reason when refused.
+
+    Besides ``OnlineConfig``'s own checks, the daemon bounds the model's size
+    (:data:`SERVED_BOUNDS`): a request must not be able to stall the daemon or
+    exhaust its memory.
+    """
+    preset = preset or "bytes"
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+    known = {f.name for f in dataclasses.fields(OnlineConfig)}
+    unknown = set(overrides or {}) - known
+    if unknown:
+        raise ValueError(f"unknown model setting(s) {', '.join(sorted(unknown))}")
+    try:
+        config = PRESETS[preset](**(overrides or {}))
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+    for name, bound in SERVED_BOUNDS.items():
+        if getattr(config, name) > bound:
+            raise ValueError(f"{name} = {getattr(config, name)} is above what this daemon serves ({bound})")
+    if len(config.context_orders) > MAX_CONTEXT_ORDERS:
+        raise ValueError(f"at most {MAX_CONTEXT_ORDERS} context orders, got {len(config.context_orders)}")
+    return config
+
+
+def config_dict(config: OnlineConfig) -> dict:
+    out = dataclasses.asdict(config)
+    out["context_orders"] = list(out["context_orders"])
+    return out

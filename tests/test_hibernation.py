@@ -1,0 +1,229 @@
+"""Hibernation: idle learners go to their snapshots (the least recently active first while the learners in
+memory take more than ``max_state_bytes``, and any idle for ``hibernate_after_seconds``), answer predicts and
+stats from their views while they sleep, and wake on the next batch to continue bit for bit.  The loop's part
+is played by hand (as in test_completions.py), then the whole daemon, with its threads, is checked against
+in-process learners."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import pytest
+
+from seqd.core.online import OnlineLearner
+from seqd.daemon.reports import Created, Hibernated, Learned, SnapshotWritten
+from seqd.daemon.streams import Stream
+from seqd.daemon.models import make_config
+
+from daemon_harness import SMALL_BYTES, Caller, ThreadServer
+from test_completions import Loop, answers
+
+SIZE = OnlineLearner(make_config("bytes", SMALL_BYTES)).state_bytes
+
+
+def text(n: int, seed: int) -> bytes:
+    rng = np.random.default_rng(seed)
+    words = [b"GET", b"POST", b"/index.html", b"/api/items", b"200", b"404", b"user=alice", b"user=bob"]
+    out = b""
+    while len(out) < n:
+        out += b" ".join(words[i] for i in rng.integers(0, len(words), 6)) + b"\n"
+    return out[:n]
+
+
+def reference(*batches: bytes) -> OnlineLearner:
+    learner = OnlineLearner(make_config("bytes", SMALL_BYTES))
+    for b in batches:
+        learner.learn(b)
+    return learner
+
+
+def drain(loop: Loop, out) -> list:
+    """Carry out the work an outcome hands to the workers, and the work their reports hand on, in turn; the
+    reports."""
+    reports, todo = [], list(out.schedule)
+    while todo:
+        for r in loop.work(todo.pop(0)):
+            reports.append(r)
+            todo += loop.completions.report(r).schedule
+    return reports
+
+
+def create(loop: Loop, name: str) -> Stream:
+    """A create carried through, and what its registration asks of the workers."""
+    (job,) = loop("create", stream=name, config=SMALL_BYTES).jobs
+    stream = Stream.create(name, loop.state.streams, job.config, fsync=False)
+    out = loop.completions.report(Created(name, stream))
+    assert answers(out) == [("ok", "create")]
+    drain(loop, out)
+    return stream
+
+
+def feed(loop: Loop, name: str, data: bytes) -> list:
+    """A batch through the loop's bookkeeping and a worker, and what the reports hand on; the reports."""
+    acks = []
+    out = loop.completions.request(loop.pending("publish", stream=name, symbols=data), acks)
+    out = loop.completions.commit(acks)  # fsync off: acknowledged and queued at once
+    return drain(loop, out)
+
+
+def sleep(loop: Loop, now: float) -> list:
+    """A tick at ``now`` and the hibernations it asks, carried out; the streams it chose."""
+    out = loop.completions.tick(now)
+    chosen = [s.name for s in out.schedule]
+    drain(loop, out)
+    return chosen
+
+
+def budget(loop: Loop, learners: float) -> None:
+    """Set ``max_state_bytes`` to so many learners (the streams are built with room for all)."""
+    config = dataclasses.replace(loop.config, max_state_bytes=int(SIZE * learners))
+    loop.config = loop.completions.config = loop.requests.config = config
+
+
+@pytest.fixture
+def loop(tmp_path):
+    lp = Loop(tmp_path, fsync=False, hibernate_after_seconds=0)  # room for all until a test sets the budget
+    yield lp
+    lp.close()
+
+
+def test_over_the_budget_the_least_recently_active_idle_learners_hibernate(loop):
+    streams = {name: create(loop, name) for name in "abc"}
+    for i, name in enumerate("abc"):
+        feed(loop, name, text(800, i))
+        streams[name].last_active = 10.0 + i
+    budget(loop, 2.5)
+    assert sleep(loop, 100.0) == ["a"]  # three learners over a budget of two and a half: the oldest goes
+    a = streams["a"]
+    assert not a.resident and streams["b"].resident and streams["c"].resident
+    assert a.snapshot_position == 800 and (a.directory / "snapshot").exists()  # written first, log cut after it
+    assert sleep(loop, 200.0) == []  # two fit
+    assert loop.counter("seqd_hibernations_total") == 1 and loop.counter("seqd_streams_resident") == 2
+    # asleep, it still answers from its view: the same as an awake learner fed the same bytes
+    predicted = loop("predict", stream="a", top=0).replies[0][1].result
+    assert np.array_equal(np.array(predicted["distribution"]), reference(text(800, 0)).predict_proba())
+    stats = loop("stats", stream="a").replies[0][1].result
+    assert stats["position"] == 800 and stats["resident"] is False and not a.resident  # not woken by reading
+
+
+def test_a_batch_wakes_a_hibernated_learner_which_continues_bit_for_bit(loop):
+    a = create(loop, "a")
+    feed(loop, "a", text(900, 1))
+    for name in "bc":
+        create(loop, name)
+        feed(loop, name, text(300, 5))
+    a.last_active = 0.0
+    loop.requests.streams["b"].last_active = loop.requests.streams["c"].last_active = 50.0
+    budget(loop, 2.5)
+    assert sleep(loop, 100.0) == ["a"]  # three learners over the budget: "a", the oldest, goes
+    reports = feed(loop, "a", text(700, 2))
+    (learned,) = [r for r in reports if isinstance(r, Learned)]
+    assert learned.woken is not None and learned.woken > 0 and a.resident
+    # "a" woke: three learners again, and the least recently active idle one made room at once
+    assert [r.stream.name for r in reports if isinstance(r, Hibernated)] == ["b"] and not loop.requests.streams["b"].resident
+    assert loop.registry.get_sample_value("seqd_wake_duration_seconds_count") == 1
+    expected = reference(text(900, 1), text(700, 2))
+    assert np.array_equal(a.learner.predict_proba(), expected.predict_proba())
+    assert a.code_bits == pytest.approx(float(reference().learn(text(900, 1) + text(700, 2)).sum()), rel=1e-12)
+
+
+def test_an_idle_learner_hibernates_after_its_time_even_with_room(tmp_path):
+    loop = Loop(tmp_path, fsync=False, hibernate_after_seconds=60.0)  # the default budget: room for all
+    try:
+        s = create(loop, "s")
+        feed(loop, "s", text(500, 3))
+        s.last_active = 1000.0
+        assert sleep(loop, 1059.0) == [] and s.resident
+        assert sleep(loop, 1060.0) == ["s"] and not s.resident
+        feed(loop, "s", text(10, 4))
+        assert s.resident
+    finally:
+        loop.close()
+
+
+def test_a_batch_that_comes_before_the_worker_keeps_the_learner(loop):
+    s = create(loop, "s")
+    feed(loop, "s", text(400, 6))
+    assert s.request_hibernation()
+    loop.burst(("s", text(100, 7)))  # queued behind the hibernation
+    reports = loop.work(s)
+    assert not any(isinstance(r, Hibernated) for r in reports) and s.resident
+    assert s.view.position == 500 and not s.hibernation_pending
+
+
+def test_a_snapshot_of_a_hibernated_stream_is_the_one_it_sleeps_in(loop):
+    s = create(loop, "s")
+    feed(loop, "s", text(600, 8))
+    assert s.request_hibernation()
+    (slept,) = loop.work(s)
+    loop.completions.report(slept)
+    assert isinstance(slept, Hibernated) and slept.snapshot == 600 and not s.resident
+    out = loop("snapshot", stream="s")
+    (stream,) = out.schedule
+    (written,) = loop.work(stream)
+    assert isinstance(written, SnapshotWritten) and written.position == 600 and not s.resident
+    assert answers(loop.completions.report(written)) == [("ok", "snapshot")]
+
+
+def test_the_daemon_keeps_its_learners_within_budget_and_every_stream_exact(tmp_path):
+    names = [f"s{i}" for i in range(5)]
+    sent = {n: [] for n in names}
+    with ThreadServer(tmp_path / "state", max_state_bytes=SIZE * 2, hibernate_after_seconds=0) as srv:
+        call = Caller(srv.api)
+        for n in names:
+            call.ok("create", stream=n, config=SMALL_BYTES)
+        rng = np.random.default_rng(0)
+        registry = srv.server.registry
+
+        def settled():  # the housekeeping turns every quarter second: it hibernates until two fit
+            for _ in range(200):
+                if registry.get_sample_value("seqd_streams_resident") <= 2:
+                    return True
+                time.sleep(0.05)
+            return False
+        for round_ in range(4):
+            for i, n in enumerate(rng.permutation(names)):
+                batch = text(int(rng.integers(200, 900)), 100 * round_ + i)
+                sent[n].append(batch)
+                position = call.ok("publish", stream=n, symbols=batch)["position"]
+                call.ok("predict", stream=n, min_position=position, wait_ms=30000)
+            assert settled()
+        assert registry.get_sample_value("seqd_hibernations_total") >= 3
+        assert registry.get_sample_value("seqd_wake_duration_seconds_count") >= 1
+        for n in names:
+            got = call.ok("predict", stream=n, top=0)["distribution"]
+            assert np.array_equal(np.array(got), reference(*sent[n]).predict_proba()), n
+        call.close()
+    with ThreadServer(tmp_path / "state", max_state_bytes=SIZE * 2, hibernate_after_seconds=0) as srv:
+        call = Caller(srv.api)  # restored from the snapshots they slept in, and the logs
+        for n in names:
+            assert call.ok("stats", stream=n)["position"] == sum(map(len, sent[n]))
+        call.close()
+
+
+def test_a_restart_opens_streams_within_the_budget(tmp_path):
+    sent = {}
+    with ThreadServer(tmp_path / "state") as srv:  # room for all: none hibernates
+        call = Caller(srv.api)
+        for i in range(4):
+            name = f"s{i}"
+            sent[name] = text(600 + 100 * i, 40 + i)
+            call.ok("create", stream=name, config=SMALL_BYTES)
+            call.ok("publish", stream=name, symbols=sent[name])
+            call.ok("predict", stream=name, min_position=len(sent[name]), wait_ms=30000)
+        call.close()
+    with ThreadServer(tmp_path / "state", max_state_bytes=SIZE * 2, hibernate_after_seconds=0) as srv:
+        resident = [s.name for s in srv.server.streams.values() if s.resident]
+        assert len(resident) == 2  # the rest opened, then went back to the snapshots they came from
+        call = Caller(srv.api)
+        for name, data in sent.items():
+            got = call.ok("predict", stream=name, top=0)["distribution"]
+            assert np.array_equal(np.array(got), reference(data).predict_proba()), name
+            more = text(300, 90)
+            position = call.ok("publish", stream=name, symbols=more)["position"]
+            call.ok("predict", stream=name, min_position=position, wait_ms=30000)
+            got = call.ok("predict", stream=name, top=0)["distribution"]
+            assert np.array_equal(np.array(got), reference(data, more).predict_proba()), name
+        call.close()
