@@ -261,7 +261,7 @@ class Completions:
             log.error("stream %s: snapshot failed (the log still holds everything; next try in %g s): %s",
                       stream.name, self.config.snapshot_interval_seconds, result)
             stream.snapshot_time = time.monotonic()
-            stream.last_active = stream.snapshot_time  # (a hibernation's: the others' turn first)
+            stream.hibernate_after = stream.snapshot_time + self.config.snapshot_interval_seconds  # nor to sleep
 
             def reply(r):
                 return Reply.failure(r.request.id, P.INTERNAL, f"snapshot failed: {result}")
@@ -324,7 +324,8 @@ class Completions:
             stale = 0 < c.hibernate_after_seconds <= now - stream.last_active
             if not (over or stale):
                 break  # the rest are more recent, and there is room
-            if stream.idle and not stream.snapshot_pending and not stream.broken and stream.request_hibernation():
+            if (stream.idle and not stream.snapshot_pending and not stream.broken and now >= stream.hibernate_after
+                    and stream.request_hibernation()):
                 out.schedule.append(stream)
                 used -= stream.learner_bytes
 

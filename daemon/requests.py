@@ -179,11 +179,12 @@ class Requests:
         return None
 
     def busy_bytes(self) -> int:
-        """The memory of the learners that cannot hibernate now: in memory and not idle.  Idle ones make room
-        (``Completions.tick`` hibernates the least recently active while the learners take more than
-        ``max_state_bytes``)."""
+        """The memory of the learners that cannot hibernate now: in memory and at work, or broken or faulted
+        (those stay in memory).  Idle ones make room (``Completions.tick`` hibernates the least recently
+        active while the learners take more than ``max_state_bytes``), and those already asked to are on
+        their way out."""
         return sum(s.learner_bytes for s in self.streams.values()
-                   if s.resident and not s.idle and not s.hibernation_pending)  # (those are on their way out)
+                   if s.resident and not s.hibernation_pending and (not s.idle or s.broken))
 
     def publish(self, pending: Pending, stream: Stream) -> Reply | AwaitSync:
         """Check a batch and append it to the stream's log; it is acknowledged after the log's fsync."""

@@ -84,6 +84,7 @@ class Stream:
         self.learner_bytes = learner.state_bytes  # what the learner holds whenever it is in memory
         self.last_active = time.monotonic()  # when a batch last came or was learned (the loop's LRU order)
         self.hibernation_pending = False  # a hibernation is queued (set by the loop, cleared by the worker)
+        self.hibernate_after = 0.0  # not before this time (the loop's clock): a hibernation's snapshot failed
         self.slept_at = position  # while hibernated: the position of the snapshot that holds the learner
         self.created = created
         self.started = time.time()
@@ -212,9 +213,12 @@ class Stream:
 
     def _clear(self) -> list:
         orphans = [r for kind, *args in self.queue if kind == "snapshot" for r in args[0]]
+        drops = [item for item in self.queue if item[0] == "drop"]  # a dropped folder is still deleted
         self.queue.clear()
+        self.queue.extend(drops)
         self.queued = 0
         self.snapshot_pending = False
+        self.hibernation_pending = False
         return orphans
 
     def _schedule(self) -> bool:
@@ -255,15 +259,22 @@ class Stream:
             else:
                 self.queue.popleft()
         if kind == "batch":
-            woken = self._wake() if self.learner is None else None
-            report = Learned(self, *self._learn(args[1]), woken=woken)
+            woken = None
+            if self.learner is None:
+                with self.io_lock:  # not while a drop moves the folder away: a dropped stream learns nothing
+                    woken = None if self.dropped else self._wake()
+            report = None if self.learner is None else Learned(self, *self._learn(args[1]), woken=woken)
         elif kind == "snapshot":
             try:
                 report = SnapshotWritten(self, tuple(args[0]), self._write_snapshot())
             except Exception as exc:  # disk full, say: the log still holds everything; report it, go on learning
                 report = SnapshotFailed(self, tuple(args[0]), exc)
         elif kind == "hibernate":
-            report = self._hibernate()
+            try:
+                report = self._hibernate()
+            finally:
+                with self.lock:
+                    self.hibernation_pending = False
         else:  # drop: the directory was already moved aside by the I/O loop; nothing to tell
             shutil.rmtree(args[0], ignore_errors=True)
             report = None
@@ -273,8 +284,6 @@ class Stream:
                 self.last_active = time.monotonic()
             if kind == "snapshot":
                 self.snapshot_pending = any(item[0] == "snapshot" for item in self.queue)
-            if kind == "hibernate":
-                self.hibernation_pending = False
             more = bool(self.queue)
             if not more:
                 self.scheduled = False
@@ -310,6 +319,7 @@ class Stream:
             return False
         self.slept_at = self.view.position
         self.learner = None
+        _return_freed_memory()
         return True
 
     def _wake(self) -> float:

@@ -227,3 +227,48 @@ def test_a_restart_opens_streams_within_the_budget(tmp_path):
             got = call.ok("predict", stream=name, top=0)["distribution"]
             assert np.array_equal(np.array(got), reference(data, more).predict_proba()), name
         call.close()
+
+
+def test_a_hibernated_stream_dropped_with_a_batch_queued_learns_nothing_and_its_folder_goes(loop):
+    s = create(loop, "s")
+    feed(loop, "s", text(400, 11))
+    assert s.request_hibernation()
+    drain(loop, type("Out", (), {"schedule": [s]})())
+    assert not s.resident
+    acks = []
+    loop.completions.request(loop.pending("publish", stream="s", symbols=text(100, 12)), acks)
+    loop.completions.commit(acks)  # queued for a worker that has not come yet
+    out = loop("drop", stream="s")  # the folder goes to the trash; the drop is queued behind the batch
+    reports = loop.work(s)
+    assert not any(isinstance(r, Learned) for r in reports) and not s.resident
+    assert not list(loop.state.trash.iterdir())  # the queued drop still deleted the folder
+    assert out.jobs
+
+
+def test_a_hibernation_whose_snapshot_fails_waits_an_interval_before_trying_again(loop, monkeypatch):
+    from seqd.daemon import snapshot_file
+
+    s = create(loop, "s")
+    feed(loop, "s", text(400, 13))
+    budget(loop, 0.5)  # over the budget whatever happens
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(snapshot_file, "write_durably", full)
+    now = time.monotonic()  # the loop's clock: the failure is dated by it
+    assert sleep(loop, now) == ["s"] and s.resident  # tried, failed: the learner stays
+    assert sleep(loop, now + 0.25) == []  # not again at the next turn
+    monkeypatch.undo()
+    later = now + loop.config.snapshot_interval_seconds + 1
+    assert sleep(loop, later) == ["s"] and s.resident  # the periodic snapshot comes first (it failed too)...
+    assert sleep(loop, later + 0.25) == ["s"] and not s.resident  # ...then the hibernation, with nothing to write
+
+
+def test_a_broken_stream_keeps_its_learner_and_counts_against_the_budget(loop):
+    s = create(loop, "s")
+    feed(loop, "s", text(300, 14))
+    s.mark_broken("the log failed")
+    budget(loop, 1.5)
+    assert sleep(loop, 10_000.0) == [] and s.resident
+    assert loop.requests.busy_bytes() == s.learner_bytes
+    assert loop("create", stream="t", config=SMALL_BYTES).replies[0][1].code == "limit"
