@@ -136,6 +136,7 @@ class Completions:
         out.syncs.append(tuple(acks))
 
     def _acknowledge(self, acks, failed: dict[str, str], out: Outcome) -> None:
+        waking = False
         for ack in acks:
             pending, stream, symbols = ack.pending, ack.stream, ack.symbols
             req = pending.request
@@ -155,9 +156,14 @@ class Completions:
                 continue
             if stream.offer(pending.position - len(symbols), symbols):
                 out.schedule.append(stream)
+                waking = waking or not stream.resident
             self.telemetry.symbols_accepted.inc(len(symbols))
             out.reply(pending, Reply.success(req.id, stream=stream.name, position=pending.position,
                                              queued=stream.queued))
+        if waking:  # hibernated streams will wake: the hibernations that make room go to the workers first
+            room = Outcome()
+            self._hibernate_some(time.monotonic(), room)
+            out.schedule[:0] = room.schedule
 
     # -- what the background threads did -------------------------------------------------------------
     def report(self, report) -> Outcome:
@@ -318,7 +324,10 @@ class Completions:
         c = self.config
         awake = sorted((s for s in self.streams.values() if s.resident and not s.hibernation_pending),
                        key=lambda s: s.last_active)
-        used = sum(s.learner_bytes for s in awake)
+        # the learners in memory, and those about to be: a hibernated stream with work queued wakes when a worker
+        # takes it, so room is made for it before, not after
+        used = sum(s.learner_bytes for s in awake) + sum(s.learner_bytes for s in self.streams.values()
+                                                         if not s.resident and s.scheduled)
         for stream in awake:  # least recently active first
             over = used > c.max_state_bytes
             stale = 0 < c.hibernate_after_seconds <= now - stream.last_active
