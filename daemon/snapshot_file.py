@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.online import OnlineLearner
+from ..core.online.snapshot import from_stream
 from . import wal
 
 SNAPSHOT_MAGIC = b"SEQDSNP\x03"
@@ -79,18 +80,68 @@ def read(snap: Path, recent_length: int, max_learner_bytes: int | None = None
         raise ValueError(f"{snap}: not a seqd stream snapshot, or damaged")
     code_bits, recent = _read_statistics(magic, data[_SNAP_HEAD.size:end], snap, recent_length)
     learner = memoryview(data)[end:]
-    if magic == SNAPSHOT_MAGIC:
-        inflate = zlib.decompressobj()
-        try:
-            learner = inflate.decompress(learner, max_learner_bytes or 0)  # 0: no bound
-        except zlib.error as exc:
-            raise ValueError(f"{snap}: its learner is damaged ({exc})") from None
-        if inflate.unconsumed_tail:
-            raise ValueError(f"{snap}: its learner inflates past {max_learner_bytes} bytes, more than its "
-                             "configuration holds")
-        if not inflate.eof or inflate.unused_data:
-            raise ValueError(f"{snap}: its learner is cut short, or followed by other bytes")
-    return position, code_bits, recent, OnlineLearner.from_bytes(bytes(learner))
+    if magic != SNAPSHOT_MAGIC:
+        return position, code_bits, recent, OnlineLearner.from_bytes(bytes(learner))
+    inflater = _Inflater(learner, max_learner_bytes)
+    try:
+        config, state = from_stream(inflater.read_into, inflater.read, max_learner_bytes)
+    except zlib.error as exc:
+        raise ValueError(f"{snap}: its learner is damaged ({exc})") from None
+    except ValueError as exc:
+        raise ValueError(f"{snap}: {exc}") from None
+    if not inflater.finished:
+        raise ValueError(f"{snap}: its learner is cut short, or followed by other bytes")
+    return position, code_bits, recent, OnlineLearner(config, _state=state)
+
+
+class _Inflater:
+    """A deflated learner read in pieces (:func:`~seqd.core.online.snapshot.from_stream`): each array is
+    inflated straight into its place, a megabyte at a time, so waking a learner holds no second copy of it;
+    at most ``bound`` bytes come out (a damaged or hostile file cannot take more)."""
+
+    STEP = 1 << 20  # bytes out per call
+    IN_STEP = 1 << 16  # bytes in per call: zlib hands back the input it did not use as a copy
+
+    def __init__(self, data, bound: int | None):
+        self._inflate = zlib.decompressobj()
+        self._data = memoryview(data)
+        self._at = 0
+        self._tail = b""
+        self._left = bound if bound is not None else 1 << 62
+
+    def read_into(self, buffer: memoryview) -> int:
+        got = 0
+        while got < len(buffer):
+            chunk = self.read(min(self.STEP, len(buffer) - got))
+            if not chunk:
+                break
+            buffer[got:got + len(chunk)] = chunk
+            got += len(chunk)
+        return got
+
+    def read(self, n: int) -> bytes:
+        if n > self._left:
+            raise ValueError("its learner inflates past what its configuration holds")
+        pieces = []
+        while n > 0 and not self._inflate.eof:
+            if not self._tail:
+                if self._at >= len(self._data):
+                    break  # the input ends before the stream does: cut short
+                self._tail = self._data[self._at:self._at + self.IN_STEP]
+                self._at += self.IN_STEP
+            chunk = self._inflate.decompress(self._tail, n)  # zlib releases the GIL while it works
+            self._tail = self._inflate.unconsumed_tail
+            if chunk:
+                pieces.append(chunk)
+                n -= len(chunk)
+                self._left -= len(chunk)
+        return b"".join(pieces)
+
+    @property
+    def finished(self) -> bool:
+        """The stream ended, and nothing follows it."""
+        return (self._inflate.eof and not self._tail and not self._inflate.unused_data
+                and self._at >= len(self._data))
 
 
 def _read_statistics(magic: bytes, stats: bytes, snap: Path, recent_length: int) -> tuple[float, np.ndarray]:

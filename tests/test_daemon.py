@@ -939,7 +939,7 @@ def test_a_snapshot_of_an_unknown_version_is_named_and_left_alone(tmp_path):
     assert snap.read_bytes() == bytes(data)  # left as it is
 
 
-def test_a_snapshot_that_would_inflate_past_its_configuration_is_refused(tmp_path):
+def test_a_snapshot_that_inflates_to_no_learner_is_refused_as_it_is_read(tmp_path):
     import struct
     import zlib
     _snapshotted_stream(tmp_path / "state", text(1000))
@@ -951,6 +951,24 @@ def test_a_snapshot_that_would_inflate_past_its_configuration_is_refused(tmp_pat
     snap.write_bytes(data[:head.size + size] + bomb)
     with ThreadServer(tmp_path / "state") as srv:
         call = Caller(srv.api)
+        reply = call("stats", stream="s")  # refused as it is read: what it inflates to is no learner
+        assert reply.code == P.INTERNAL and "wrong magic" in reply.message
+        call.close()
+
+
+def test_a_snapshot_is_refused_before_its_arrays_are_allocated_when_they_exceed_its_configuration(tmp_path):
+    import struct
+    import zlib
+    _snapshotted_stream(tmp_path / "state", text(1000))
+    snap = tmp_path / "state" / "streams" / "s" / "snapshot"
+    data = snap.read_bytes()
+    head = struct.Struct("<8sQII")
+    _, position, size, _ = head.unpack_from(data)
+    # a learner of 32 units in the snapshot of a stream whose stream.json says 4: larger than it may be
+    big = OnlineLearner(make_config("bytes", dict(SMALL_BYTES, units=32)))
+    snap.write_bytes(data[:head.size + size] + zlib.compress(big.to_bytes(), 1))
+    with ThreadServer(tmp_path / "state") as srv:
+        call = Caller(srv.api)
         reply = call("stats", stream="s")
-        assert reply.code == P.INTERNAL and "more than its configuration holds" in reply.message
+        assert reply.code == P.INTERNAL and "more than its configuration holds" in reply.message, reply.message
         call.close()

@@ -272,3 +272,34 @@ def test_a_broken_stream_keeps_its_learner_and_counts_against_the_budget(loop):
     assert sleep(loop, 10_000.0) == [] and s.resident
     assert loop.requests.busy_bytes() == s.learner_bytes
     assert loop("create", stream="t", config=SMALL_BYTES).replies[0][1].code == "limit"
+
+
+@pytest.mark.parametrize("preset", ["bytes", "glnn"])
+def test_a_learner_read_in_pieces_is_the_learner_read_whole(preset):
+    import io
+
+    from seqd.core.online.snapshot import from_bytes, from_stream
+
+    learner = OnlineLearner(make_config(preset, SMALL_BYTES if preset == "bytes" else {"alphabet_cap": 256}))
+    learner.learn(text(700, 21))
+    data = learner.to_bytes()
+
+    def pieces(blob):
+        f = io.BytesIO(blob)
+        return f.readinto, f.read
+    config, state = from_stream(*pieces(data))
+    whole_config, whole = from_bytes(data)
+    assert config == whole_config and all(np.array_equal(a, b) for a, b in zip(state, whole))
+    assert all(a.flags.writeable for a in state)
+    more = text(300, 22)
+    assert np.array_equal(OnlineLearner(config, _state=state).learn(more), learner.learn(more))
+    with pytest.raises(ValueError, match="truncated"):
+        from_stream(*pieces(data[:-100]))
+    damaged = bytearray(data)
+    damaged[len(data) // 2] ^= 1
+    with pytest.raises(ValueError, match="checksum|non-finite|inconsistent"):
+        from_stream(*pieces(bytes(damaged)))
+    with pytest.raises(ValueError, match="followed by other bytes"):
+        from_stream(*pieces(data + b"x"))
+    with pytest.raises(ValueError, match="more than its configuration holds"):
+        from_stream(*pieces(data), limit=len(data) // 2)

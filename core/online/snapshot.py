@@ -11,6 +11,7 @@ damaged or forged snapshot is a clear ``ValueError``, never a crash
 from __future__ import annotations
 
 import json
+import math
 import struct
 import zlib
 from dataclasses import asdict
@@ -25,7 +26,7 @@ from .maps import MAP_COUNT_LIMIT, MAP_KNOT, MAP_POINTS, MAP_ROW_A, MAP_ROW_B, M
 from .numbers import (AFTER, CHANGE, LAST, LENGTH, N_BUCKET, N_KEYED, N_ON_TRACK, N_PREDICTED, N_RUN, N_STREAK,
                       N_VALUE, N_VOTED, NUMBER_BUCKETS, NUMBER_DIGITS, NUMBER_STREAK, STREAK, TAG)
 from .state import ACTIVE, WINDOW_POS, OnlineState, state_shapes
-from .tables import owned_copy
+from .tables import HUGE_PAGE, owned_copy, table_array
 
 FORMAT_MAGIC = b"SEQDLRN\x00"
 FORMAT_VERSION = 8  # 2: the numerics marker (version 1 restores with 'ieee'); 3: the mixer's arrays; 4: fields;
@@ -107,6 +108,60 @@ def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
             raise ValueError("learner snapshot is truncated")
         arrays[name] = np.frombuffer(data, dtype=dt, count=int(np.prod(shape)), offset=offset).reshape(shape)
         offset += n
+    return config, _state_of(config, version, {name: owned_copy(a) for name, a in arrays.items()})
+
+
+def from_stream(read_into, read, limit: int | None = None) -> tuple[OnlineConfig, OnlineState]:
+    """:func:`from_bytes` of a snapshot that arrives in pieces (an inflating reader): each array is filled
+    where it will live, with no copy of the whole snapshot in between; the same checks, and the checksum
+    computed as the bytes come.  ``read(n)`` returns the next ``n`` bytes (fewer only at the end);
+    ``read_into(buffer)`` fills a writable byte buffer and returns how many bytes it got.  A snapshot whose
+    arrays would take more than ``limit`` bytes is refused before any is allocated.  The arrays are
+    filled as they are stored, little-endian: a little-endian host's own order (elsewhere, :func:`from_bytes`)."""
+    if not np.little_endian:
+        raise ValueError("a learner snapshot is read in pieces on little-endian hosts only")
+    head = read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        raise ValueError("learner snapshot is truncated")
+    magic, version, hlen = _HEADER.unpack_from(head)
+    if magic != FORMAT_MAGIC:
+        raise ValueError("not a seqd learner snapshot (wrong magic)")
+    if version > FORMAT_VERSION:
+        raise ValueError(f"learner snapshot format {version} is newer than this seqd understands ({FORMAT_VERSION})")
+    text = read(hlen)
+    if len(text) < hlen:
+        raise ValueError("learner snapshot is truncated")
+    crc = zlib.crc32(text, zlib.crc32(head))
+    try:
+        meta = json.loads(text)
+        config = OnlineConfig(**meta["config"])
+        listed = [(name, np.dtype(dtype), tuple(int(n) for n in shape)) for name, dtype, shape in meta["arrays"]]
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"learner snapshot header is invalid: {exc}") from None
+    size = sum(math.prod(shape) * dt.itemsize for _, dt, shape in listed)
+    if limit is not None and size > limit:
+        raise ValueError(f"learner snapshot holds {size} bytes of arrays, more than its configuration holds ({limit})")
+    shapes = state_shapes(config)
+    arrays = {}
+    for name, dt, shape in listed:
+        if name not in shapes or shapes[name][0] != shape or dt.newbyteorder("=") != shapes[name][1]:
+            raise ValueError(f"learner snapshot array {name!r} is not what its configuration holds")
+        out = table_array(shape, dt) if math.prod(shape) * dt.itemsize >= HUGE_PAGE else np.empty(shape, dt)
+        view = memoryview(out.reshape(-1).view(np.uint8))
+        if read_into(view) < len(view):
+            raise ValueError("learner snapshot is truncated")
+        crc = zlib.crc32(view, crc)
+        arrays[name] = out
+    tail = read(5)
+    if len(tail) != 4:
+        raise ValueError("learner snapshot is truncated" if len(tail) < 4 else "learner snapshot is followed by other bytes")
+    if struct.unpack("<I", tail)[0] != crc:
+        raise ValueError("learner snapshot is damaged (checksum mismatch)")
+    return config, _state_of(config, version, arrays)
+
+
+def _state_of(config: OnlineConfig, version: int, arrays: dict) -> OnlineState:
+    """The state from a snapshot's arrays (owned, writable, native order), after every check."""
     if version == 1 and "numerics" not in arrays:  # before numerics existed: seqd's own from now on
         arrays["numerics"] = numerics_marker(config.numerics)
     shapes = state_shapes(config)  # what the configuration's state holds, computed without allocating it
@@ -120,7 +175,7 @@ def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
             raise ValueError(f"learner snapshot format {version} holds {what} ({setting})")
     if set(arrays) != set(OnlineState._fields):
         raise ValueError("learner snapshot does not hold the expected arrays")
-    state = OnlineState(**{name: owned_copy(arrays[name]) for name in OnlineState._fields})
+    state = OnlineState(**{name: arrays[name] for name in OnlineState._fields})
     for name, (shape, dtype) in shapes.items():
         got = getattr(state, name)
         if got.shape != shape or got.dtype != dtype:
@@ -131,7 +186,7 @@ def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
         if not np.all(np.isfinite(getattr(state, name))):
             raise ValueError(f"learner snapshot holds a non-finite value in {name!r}")
     _check_indices(config, state)
-    return config, state
+    return state
 
 
 def _inconsistent(what: str) -> ValueError:
