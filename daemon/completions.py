@@ -294,7 +294,7 @@ class Completions:
         stream = report.stream
         if report.snapshot is not None and self.streams.get(stream.name) is stream:
             self._snapshotted(stream, report.snapshot)
-        self.telemetry.hibernated(report.seconds)
+        self.telemetry.hibernated()
 
     # -- the clock and the stop ----------------------------------------------------------------------
     def tick(self, now: float) -> Outcome:

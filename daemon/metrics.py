@@ -99,7 +99,7 @@ class Telemetry:
         self.code_bits.inc(bits)
         self.learn_seconds.observe(seconds)
 
-    def hibernated(self, seconds: float) -> None:
+    def hibernated(self) -> None:
         self.hibernations.inc()
 
     def woken(self, seconds: float) -> None:

@@ -36,7 +36,6 @@ class Hibernated:
 
     stream: "Stream"
     snapshot: int | None  # the position of the snapshot it wrote first (None: the last one was current)
-    seconds: float
 
 
 @dataclass(frozen=True, eq=False)

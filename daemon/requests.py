@@ -157,16 +157,18 @@ class Requests:
                                  (" with another configuration" if req.exist_ok else ""))
         if len(self.streams) + len(self.creating) >= self.config.max_streams:
             return Reply.failure(req.id, P.LIMIT, f"this server holds at most {self.config.max_streams} streams")
-        refusal = self._memory_refusal(name, state_nbytes(config))
+        need = state_nbytes(config)
+        refusal = self._memory_refusal(name, need)
         if refusal is not None:
             return Reply.failure(req.id, *refusal)
         self.creating[name] = pending
-        self.reserved[name] = state_nbytes(config)
+        self.reserved[name] = need
         return AwaitNamespace(CreateJob(name, config))
 
     def _memory_refusal(self, name: str, need: int) -> tuple[str, str] | None:
         """Why a new stream whose learner holds ``need`` bytes cannot be served, or None: checked before
-        anything is allocated, against ``max_state_bytes`` less the learners served and being created."""
+        anything is allocated, against ``max_state_bytes`` less the learners at work (:meth:`busy_bytes`)
+        and those being created."""
         budget = self.config.max_state_bytes
         if need > budget:  # no server state could ever hold it: the request is at fault, not the server
             return P.BAD_CONFIG, (f"stream {name!r} would hold {binary_size(need)} of learner state, more than this "

@@ -46,6 +46,12 @@ from .reports import Hibernated, Learned, SnapshotFailed, SnapshotWritten
 RECENT = 4096  # symbols over which the "recent" bits/symbol is taken
 CHUNK = 1 << 16  # a worker learns at most this many symbols before it yields to other streams
 
+def learner_bound(config: OnlineConfig) -> int:
+    """The most a snapshot's learner may inflate to: the learner of ``config`` (stream.json's), and a little for
+    its description; a damaged or hostile file cannot make the reading take more."""
+    return state_nbytes(config) + (1 << 20)
+
+
 @dataclass(frozen=True)
 class View:
     """What a stream serves at one position, computed by the worker, read by the I/O loop."""
@@ -293,7 +299,6 @@ class Stream:
         """Let the learner go, after a snapshot at the learned position if the last one is older: the file then
         holds exactly what the memory did, and the log after it what comes next.  Not when work came meanwhile
         (the stream is busy again), nor when the snapshot cannot be written (the learner stays)."""
-        t0 = time.perf_counter()
         with self.lock:
             busy = bool(self.queue) or self.learner is None or self.state is not State.LIVE
         if busy:
@@ -307,20 +312,22 @@ class Stream:
         with self.lock:
             if self.queue:  # a batch came while the snapshot was written: keep the learner
                 return None if written is None else SnapshotWritten(self, (), written)
-            self.slept_at = self.view.position
-            self.learner = None
-        _return_freed_memory()
-        return Hibernated(self, written, time.perf_counter() - t0)
+            self._let_go()
+        return Hibernated(self, written)
 
     def sleep_as_opened(self) -> bool:
         """Just opened (:meth:`open`) and its snapshot holds the whole learner (nothing was replayed after it):
         let the learner go, as a hibernation would have; returns whether it did."""
         if self.view.position != self.snapshot_position or not (self.directory / "snapshot").exists():
             return False
+        self._let_go()
+        return True
+
+    def _let_go(self) -> None:
+        """The snapshot on disk holds the learner at the view's position: it leaves memory."""
         self.slept_at = self.view.position
         self.learner = None
         _return_freed_memory()
-        return True
 
     def _wake(self) -> float:
         """Bring a hibernated learner back from its snapshot (its position is the view's: nothing was learned
@@ -328,7 +335,7 @@ class Stream:
         marks the stream faulted, and its files are left for a restart to try again."""
         t0 = time.perf_counter()
         snap = self.directory / "snapshot"
-        position, _, _, learner = snapshot_file.read(snap, RECENT, max_learner_bytes=self.learner_bytes + (1 << 20))
+        position, _, _, learner = snapshot_file.read(snap, RECENT, max_learner_bytes=learner_bound(self.config))
         if position != self.view.position or learner.config != self.config:
             raise ValueError(f"{snap}: holds position {position}, not the hibernated {self.view.position}")
         self.learner = learner
@@ -429,10 +436,8 @@ class Stream:
         position, code_bits, recent, learner = 0, 0.0, None, None
         snap = directory / "snapshot"
         if snap.exists():
-            # the learner of stream.json's configuration, and a little for its header: a damaged or hostile
-            # file cannot make the inflating take more
-            bound = state_nbytes(config) + (1 << 20)
-            position, code_bits, recent, learner = snapshot_file.read(snap, RECENT, max_learner_bytes=bound)
+            position, code_bits, recent, learner = snapshot_file.read(snap, RECENT,
+                                                                      max_learner_bytes=learner_bound(config))
             if learner.config != config:
                 raise ValueError(f"{snap}: its model configuration differs from stream.json")
         learner = learner or OnlineLearner(config)

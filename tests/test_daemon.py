@@ -939,36 +939,37 @@ def test_a_snapshot_of_an_unknown_version_is_named_and_left_alone(tmp_path):
     assert snap.read_bytes() == bytes(data)  # left as it is
 
 
-def test_a_snapshot_that_inflates_to_no_learner_is_refused_as_it_is_read(tmp_path):
+def _with_learner(tmp_path, payload: bytes) -> None:
+    """A stream's snapshot written, then its learner replaced by ``payload`` (its header and statistics kept)."""
     import struct
-    import zlib
     _snapshotted_stream(tmp_path / "state", text(1000))
     snap = tmp_path / "state" / "streams" / "s" / "snapshot"
     data = snap.read_bytes()
     head = struct.Struct("<8sQII")
     _, _, size, _ = head.unpack_from(data)
-    bomb = zlib.compress(bytes(1 << 28), 9)  # 256 MiB of zeros in a quarter of a megabyte
-    snap.write_bytes(data[:head.size + size] + bomb)
-    with ThreadServer(tmp_path / "state") as srv:
-        call = Caller(srv.api)
-        reply = call("stats", stream="s")  # refused as it is read: what it inflates to is no learner
-        assert reply.code == P.INTERNAL and "wrong magic" in reply.message
-        call.close()
+    snap.write_bytes(data[:head.size + size] + payload)
 
 
-def test_a_snapshot_is_refused_before_its_arrays_are_allocated_when_they_exceed_its_configuration(tmp_path):
-    import struct
-    import zlib
-    _snapshotted_stream(tmp_path / "state", text(1000))
-    snap = tmp_path / "state" / "streams" / "s" / "snapshot"
-    data = snap.read_bytes()
-    head = struct.Struct("<8sQII")
-    _, position, size, _ = head.unpack_from(data)
-    # a learner of 32 units in the snapshot of a stream whose stream.json says 4: larger than it may be
-    big = OnlineLearner(make_config("bytes", dict(SMALL_BYTES, units=32)))
-    snap.write_bytes(data[:head.size + size] + zlib.compress(big.to_bytes(), 1))
+def _restore_refusal(tmp_path) -> str:
+    """What a restarted daemon says of stream "s"."""
     with ThreadServer(tmp_path / "state") as srv:
         call = Caller(srv.api)
         reply = call("stats", stream="s")
-        assert reply.code == P.INTERNAL and "more than its configuration holds" in reply.message, reply.message
         call.close()
+    assert reply.code == P.INTERNAL
+    return reply.message
+
+
+def test_a_snapshot_that_inflates_to_no_learner_is_refused_as_it_is_read(tmp_path):
+    import zlib
+    _with_learner(tmp_path, zlib.compress(bytes(1 << 28), 9))  # 256 MiB of zeros in a quarter of a megabyte
+    assert "wrong magic" in _restore_refusal(tmp_path)  # refused as it is read: what it inflates to is no learner
+
+
+def test_a_snapshot_is_refused_before_its_arrays_are_allocated_when_they_exceed_its_configuration(tmp_path):
+    import zlib
+    # a learner of 32 units in the snapshot of a stream whose stream.json says 4: larger than it may be
+    big = OnlineLearner(make_config("bytes", dict(SMALL_BYTES, units=32)))
+    _with_learner(tmp_path, zlib.compress(big.to_bytes(), 1))
+    message = _restore_refusal(tmp_path)
+    assert "more than its configuration holds" in message, message

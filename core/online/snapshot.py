@@ -26,7 +26,7 @@ from .maps import MAP_COUNT_LIMIT, MAP_KNOT, MAP_POINTS, MAP_ROW_A, MAP_ROW_B, M
 from .numbers import (AFTER, CHANGE, LAST, LENGTH, N_BUCKET, N_KEYED, N_ON_TRACK, N_PREDICTED, N_RUN, N_STREAK,
                       N_VALUE, N_VOTED, NUMBER_BUCKETS, NUMBER_DIGITS, NUMBER_STREAK, STREAK, TAG)
 from .state import ACTIVE, WINDOW_POS, OnlineState, state_shapes
-from .tables import HUGE_PAGE, owned_copy, table_array
+from .tables import owned_copy, table_array
 
 FORMAT_MAGIC = b"SEQDLRN\x00"
 FORMAT_VERSION = 8  # 2: the numerics marker (version 1 restores with 'ieee'); 3: the mixer's arrays; 4: fields;
@@ -86,19 +86,11 @@ def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
     data = bytes(data)
     if len(data) < _HEADER.size + 4:
         raise ValueError("learner snapshot is truncated")
-    magic, version, hlen = _HEADER.unpack_from(data)
-    if magic != FORMAT_MAGIC:
-        raise ValueError("not a seqd learner snapshot (wrong magic)")
-    if version > FORMAT_VERSION:
-        raise ValueError(f"learner snapshot format {version} is newer than this seqd understands ({FORMAT_VERSION})")
+    version, hlen = _version(data)
     (crc,) = struct.unpack_from("<I", data, len(data) - 4)
     if zlib.crc32(data[:-4]) != crc:
         raise ValueError("learner snapshot is damaged (checksum mismatch)")
-    try:
-        meta = json.loads(data[_HEADER.size:_HEADER.size + hlen])
-        config = OnlineConfig(**meta["config"])
-    except (ValueError, TypeError, KeyError) as exc:
-        raise ValueError(f"learner snapshot header is invalid: {exc}") from None
+    meta, config = _description(data[_HEADER.size:_HEADER.size + hlen])
     offset = _HEADER.size + hlen
     arrays = {}
     for name, dtype, shape in meta["arrays"]:
@@ -123,18 +115,13 @@ def from_stream(read_into, read, limit: int | None = None) -> tuple[OnlineConfig
     head = read(_HEADER.size)
     if len(head) < _HEADER.size:
         raise ValueError("learner snapshot is truncated")
-    magic, version, hlen = _HEADER.unpack_from(head)
-    if magic != FORMAT_MAGIC:
-        raise ValueError("not a seqd learner snapshot (wrong magic)")
-    if version > FORMAT_VERSION:
-        raise ValueError(f"learner snapshot format {version} is newer than this seqd understands ({FORMAT_VERSION})")
+    version, hlen = _version(head)
     text = read(hlen)
     if len(text) < hlen:
         raise ValueError("learner snapshot is truncated")
     crc = zlib.crc32(text, zlib.crc32(head))
+    meta, config = _description(text)
     try:
-        meta = json.loads(text)
-        config = OnlineConfig(**meta["config"])
         listed = [(name, np.dtype(dtype), tuple(int(n) for n in shape)) for name, dtype, shape in meta["arrays"]]
     except (ValueError, TypeError, KeyError) as exc:
         raise ValueError(f"learner snapshot header is invalid: {exc}") from None
@@ -146,7 +133,7 @@ def from_stream(read_into, read, limit: int | None = None) -> tuple[OnlineConfig
     for name, dt, shape in listed:
         if name not in shapes or shapes[name][0] != shape or dt.newbyteorder("=") != shapes[name][1]:
             raise ValueError(f"learner snapshot array {name!r} is not what its configuration holds")
-        out = table_array(shape, dt) if math.prod(shape) * dt.itemsize >= HUGE_PAGE else np.empty(shape, dt)
+        out = table_array(shape, dt)
         view = memoryview(out.reshape(-1).view(np.uint8))
         if read_into(view) < len(view):
             raise ValueError("learner snapshot is truncated")
@@ -158,6 +145,25 @@ def from_stream(read_into, read, limit: int | None = None) -> tuple[OnlineConfig
     if struct.unpack("<I", tail)[0] != crc:
         raise ValueError("learner snapshot is damaged (checksum mismatch)")
     return config, _state_of(config, version, arrays)
+
+
+def _version(head: bytes) -> tuple[int, int]:
+    """The format version and the description's length, from a snapshot's first bytes (checked)."""
+    magic, version, hlen = _HEADER.unpack_from(head)
+    if magic != FORMAT_MAGIC:
+        raise ValueError("not a seqd learner snapshot (wrong magic)")
+    if version > FORMAT_VERSION:
+        raise ValueError(f"learner snapshot format {version} is newer than this seqd understands ({FORMAT_VERSION})")
+    return version, hlen
+
+
+def _description(text: bytes) -> tuple[dict, OnlineConfig]:
+    """A snapshot's JSON description and the configuration it names."""
+    try:
+        meta = json.loads(text)
+        return meta, OnlineConfig(**meta["config"])
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"learner snapshot header is invalid: {exc}") from None
 
 
 def _state_of(config: OnlineConfig, version: int, arrays: dict) -> OnlineState:
