@@ -30,6 +30,7 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
+from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baselines import log_files  # noqa: E402
@@ -49,11 +50,8 @@ def percentile(values, q: float) -> float:
 
 def histogram_quantile(metrics: str, name: str, q: float) -> tuple[float, int]:
     """The ``q`` quantile of a Prometheus histogram (the upper bound of the bucket it falls in), and its count."""
-    buckets = []
-    for line in metrics.splitlines():
-        if line.startswith(f"{name}_bucket{{"):
-            le = line.split('le="')[1].split('"')[0]
-            buckets.append((float("inf") if le == "+Inf" else float(le), float(line.rsplit(" ", 1)[1])))
+    buckets = [(float(s.labels["le"]), s.value) for family in text_string_to_metric_families(metrics)
+               for s in family.samples if s.name == f"{name}_bucket"]
     total = buckets[-1][1] if buckets else 0
     for bound, count in buckets:
         if count >= q * total:
@@ -169,8 +167,8 @@ def main(argv=None) -> int:
         disk = dir_bytes(state / "streams")
     wake_p50, wakes = histogram_quantile(metrics, "seqd_wake_duration_seconds", 0.5)
     wake_p99, _ = histogram_quantile(metrics, "seqd_wake_duration_seconds", 0.99)
-    hibernations = next((float(line.split()[-1]) for line in metrics.splitlines()
-                         if line.startswith("seqd_hibernations_total ")), 0.0)
+    hibernations = next((s.value for family in text_string_to_metric_families(metrics) for s in family.samples
+                         if s.name == "seqd_hibernations_total"), 0.0)
     print("checking every stream against an in-process learner ...", flush=True)
     equal = 0
     for i, n in enumerate(names):
