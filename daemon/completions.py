@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -39,9 +40,10 @@ from ..clients import protocol as P
 from ..clients.protocol import Reply
 from .config import ServeConfig
 from .metrics import Telemetry
-from .reports import (Created, CreateFailed, DropSynced, Faulted, Hibernated, Learned, SnapshotFailed,
+from .reports import (Created, CreateFailed, DropSynced, Faulted, Hibernated, Learned, NeedsRoom, SnapshotFailed,
                       SnapshotWritten, Synced)
-from .pending import AwaitNamespace, AwaitPosition, AwaitSync, AwaitWorker, CreateJob, Deferral, DropJob, Pending
+from .pending import (AwaitNamespace, AwaitPosition, AwaitRoom, AwaitSync, AwaitWorker, CreateJob, Deferral, DropJob,
+                      Pending)
 from .requests import Requests, prediction, stopping
 from .models import config_dict
 from .streams import Stream
@@ -78,6 +80,10 @@ class Completions:
         self.requests = requests
         self.streams = requests.streams
         self.waiters = requests.waiters
+        self.budget = requests.budget  # the learners' memory (:mod:`.budget`)
+        # wakes (a Stream a worker could not wake) and creations (a CreateJob) waiting for room, first come first
+        # served (:meth:`_admit`)
+        self.waiting: deque[Stream | CreateJob] = deque()
         self.telemetry = telemetry
         self.stopping = stopping
         self.commits_in_flight = 0  # group commits handed to the sync thread and not reported yet
@@ -101,6 +107,7 @@ class Completions:
         except Exception as exc:  # a fault of ours: the daemon must survive it, and say so
             log.exception("request %s %s failed", req.op, req.stream)
             out.reply(pending, Reply.failure(req.id, P.INTERNAL, f"{type(exc).__name__}: {exc}"))
+        self._admit(out)  # (a drop may have ended a wait)
         return out
 
     def _defer(self, deferral: Deferral, acks: list[AwaitSync], out: Outcome) -> None:
@@ -111,6 +118,8 @@ class Completions:
         elif isinstance(deferral, AwaitWorker):
             if deferral.schedule is not None:
                 out.schedule.append(deferral.schedule)
+        elif isinstance(deferral, AwaitRoom):
+            self._wait_for_room(deferral.job, out)
         elif isinstance(deferral, AwaitNamespace):
             if deferral.schedule is not None:
                 out.schedule.append(deferral.schedule)
@@ -175,6 +184,7 @@ class Completions:
         except Exception:
             name = report.stream.name if hasattr(report, "stream") else getattr(report, "name", "-")
             log.exception("handling a %s report failed (stream %s)", type(report).__name__, name)
+        self._admit(out)
         return out
 
     def _on_report(self, report, out: Outcome) -> None:
@@ -184,6 +194,8 @@ class Completions:
             self._snapshot_done(report, out)
         elif isinstance(report, Hibernated):
             self._hibernated(report)
+        elif isinstance(report, NeedsRoom):
+            self._wait_for_room(report.stream, out)
         elif isinstance(report, Faulted):
             for r in report.orphans:
                 out.reply(r, Reply.failure(r.request.id, P.INTERNAL, report.stream.broken), "snapshot")
@@ -315,7 +327,40 @@ class Completions:
                     behind > 0 and now - stream.snapshot_time >= c.snapshot_interval_seconds):
                 self._snapshot(stream, out)
         self._hibernate_some(now, out)
+        self._admit(out)
         return out
+
+    def _wait_for_room(self, waiter: Stream | CreateJob, out: Outcome) -> None:
+        """A wake or a creation that found no room in the memory budget waits, and idle learners are asked to
+        make it."""
+        self.waiting.append(waiter)
+        self.telemetry.room_waits.inc()
+        self._hibernate_some(time.monotonic(), out)
+
+    def _admit(self, out: Outcome) -> None:
+        """Hand on what waited for room (:meth:`_wait_for_room`), first come first served, while it fits: a
+        stream goes back to the workers (the worker takes the room as it wakes it), a creation takes its room
+        and goes to the namespace thread.  A stream dropped or faulted meanwhile has no wake left to do and goes
+        back at once (a drop's work is queued on it)."""
+        if not self.waiting:
+            return
+        free, waiting = self.budget.free, deque()
+        while self.waiting:
+            waiter = self.waiting.popleft()
+            if isinstance(waiter, Stream):
+                if waiter.dropped or waiter.faulted or waiter.holds_room:
+                    out.schedule.append(waiter)
+                elif not waiting and waiter.learner_bytes <= free:
+                    free -= waiter.learner_bytes
+                    out.schedule.append(waiter)
+                else:
+                    waiting.append(waiter)
+            elif not waiting and self.budget.try_take(waiter.state_bytes):
+                free = self.budget.free
+                out.jobs.append(waiter)
+            else:
+                waiting.append(waiter)
+        self.waiting = waiting
 
     def _hibernate_some(self, now: float, out: Outcome) -> None:
         """Idle learners go to their snapshots: those idle for ``hibernate_after_seconds``, and, while the
@@ -324,10 +369,13 @@ class Completions:
         c = self.config
         awake = sorted((s for s in self.streams.values() if s.resident and not s.hibernation_pending),
                        key=lambda s: s.last_active)
-        # the learners in memory, and those about to be: a hibernated stream with work queued wakes when a worker
-        # takes it, so room is made for it before, not after
-        used = sum(s.learner_bytes for s in awake) + sum(s.learner_bytes for s in self.streams.values()
-                                                         if not s.resident and s.scheduled)
+        # the learners in memory or on their way (the budget's count) less those already asked to hibernate, and
+        # those to come: a hibernated stream with batches queued wakes when a worker takes it, and a creation may
+        # be waiting; room is made for them before they allocate, not after
+        leaving = sum(s.learner_bytes for s in self.streams.values() if s.resident and s.hibernation_pending)
+        coming = (sum(s.learner_bytes for s in self.streams.values() if not s.holds_room and s.queued and not s.dropped)
+                  + sum(w.state_bytes for w in self.waiting if isinstance(w, CreateJob)))
+        used = self.budget.held - leaving + coming
         for stream in awake:  # least recently active first
             over = used > c.max_state_bytes
             stale = 0 < c.hibernate_after_seconds <= now - stream.last_active

@@ -77,6 +77,8 @@ class Telemetry:
         self.wake_seconds = Histogram("seqd_wake_duration_seconds", "Bringing a hibernated learner back from its "
                                       "snapshot, before the batch that woke it is learned.",
                                       buckets=WAKE_BUCKETS, registry=registry)
+        self.room_waits = Counter("seqd_room_waits", "Wakes and creations that found no room within "
+                                  "max_state_bytes and waited for idle learners to hibernate.", registry=registry)
         Info("seqd_build", "The running seqd: its version and the versions it computes with.",
              registry=registry).info(build_labels())
         self._request_children: dict[tuple[str, str], tuple] = {}  # (kind, outcome) -> their two children

@@ -61,6 +61,14 @@ class AwaitPosition:
 
 
 @dataclass(frozen=True, eq=False)
+class AwaitRoom:
+    """A create whose learner does not fit in the memory budget now (:mod:`.budget`): it waits for the
+    hibernations that make room, then goes to the namespace thread."""
+
+    job: "CreateJob"
+
+
+@dataclass(frozen=True, eq=False)
 class AwaitNamespace:
     """A create or a drop for the namespace thread.  A drop has also ended the stream's other waiting
     requests (``answers``: each with its reply and its kind) and may have work for a worker (``schedule``:
@@ -71,17 +79,19 @@ class AwaitNamespace:
     answers: tuple[tuple[Pending, Reply, str], ...] = ()
 
 
-Deferral = Union[AwaitSync, AwaitWorker, AwaitPosition, AwaitNamespace]
+Deferral = Union[AwaitSync, AwaitWorker, AwaitPosition, AwaitRoom, AwaitNamespace]
 
 
 # -- what the loop asks of the namespace thread (:func:`.background.namespace`) --------------------------
 
 @dataclass(frozen=True, eq=False)
 class CreateJob:
-    """Build a new stream's files (its folder, description, first log segment, and their fsyncs)."""
+    """Build a new stream's files (its folder, description, first log segment, and their fsyncs) and its
+    learner, of ``state_bytes`` (taken from the memory budget before the job is handed on)."""
 
     name: str
     config: "OnlineConfig"
+    state_bytes: int
 
 
 @dataclass(frozen=True, eq=False)

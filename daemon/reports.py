@@ -96,3 +96,11 @@ class DropSynced:
     stream: "Stream"
     requester: "Pending"
     error: Exception | None
+
+
+@dataclass(frozen=True, eq=False)
+class NeedsRoom:
+    """A worker found a hibernated stream's next batch, but the learners' memory budget had no room to wake it
+    (:mod:`.budget`): nothing was done, the stream waits (still scheduled) until hibernations make room."""
+
+    stream: "Stream"

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import time
 from typing import Callable
 
@@ -32,7 +31,8 @@ from .. import __version__
 from ..clients import protocol as P
 from ..clients.protocol import Reply, Request
 from ..core.online.state import state_nbytes
-from .pending import (AwaitNamespace, AwaitPosition, AwaitSync, AwaitWorker, CreateJob, Deferral, DropJob,
+from .budget import MemoryBudget
+from .pending import (AwaitNamespace, AwaitPosition, AwaitRoom, AwaitSync, AwaitWorker, CreateJob, Deferral, DropJob,
                       Pending)
 from .reports import Created, CreateFailed
 from .config import ServeConfig
@@ -78,6 +78,7 @@ class Requests:
         self.unavailable: dict[str, str] = {}
         self.creating: dict[str, Pending] = {}
         self.reserved: dict[str, int] = {}  # the learner state of each stream being created, in bytes
+        self.budget = MemoryBudget(config.max_state_bytes)  # the learners in memory, and those on their way
         self.started = time.time()
 
     def handle(self, pending: Pending) -> Reply | Deferral:
@@ -163,7 +164,8 @@ class Requests:
             return Reply.failure(req.id, *refusal)
         self.creating[name] = pending
         self.reserved[name] = need
-        return AwaitNamespace(CreateJob(name, config))
+        job = CreateJob(name, config, need)
+        return AwaitNamespace(job) if self.budget.try_take(need) else AwaitRoom(job)
 
     def _memory_refusal(self, name: str, need: int) -> tuple[str, str] | None:
         """Why a new stream whose learner holds ``need`` bytes cannot be served, or None: checked before
@@ -248,9 +250,12 @@ class Requests:
         to answer and, when there is no stream, the error code and message to answer it with."""
         name = report.name
         pending = self.creating.pop(name)
-        self.reserved.pop(name, None)
+        taken = self.reserved.pop(name)  # the room its job took from the budget: the stream's own count follows
         failure = None
         try:
+            if isinstance(report, Created):
+                report.stream.count_in(self.budget)
+            self.budget.give(taken)
             if isinstance(report, CreateFailed):
                 result = report.error
                 log.error("stream %s could not be created: %s", name, result)
@@ -261,11 +266,7 @@ class Requests:
             if used + stream.learner_bytes > self.config.max_state_bytes:
                 failure = (P.LIMIT, f"a new stream of {stream.learner_bytes} bytes would take the learners "
                                     f"past max_state_bytes = {self.config.max_state_bytes}")
-                try:
-                    stream.log.close()
-                finally:  # nothing may stay on disk to claim the name
-                    shutil.rmtree(stream.directory, ignore_errors=True)
-                stream.forget()
+                stream.unmake()
                 return pending, failure
             stream.go_live()
             self.streams[name] = stream
@@ -286,6 +287,7 @@ class Requests:
             return
         for path, result in restored:
             if isinstance(result, Stream):
+                result.count_in(self.budget)
                 result.go_live()
                 self.streams[result.name] = result
                 result.stagger(self.config.snapshot_interval_seconds)

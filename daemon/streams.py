@@ -31,7 +31,6 @@ import time
 import uuid
 import zlib
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -39,9 +38,11 @@ import numpy as np
 from ..core.online import OnlineConfig, OnlineLearner
 from ..core.online.state import state_nbytes
 from . import lifecycle, snapshot_file, wal
+from .budget import MemoryBudget, return_freed_memory
 from .models import config_dict
 from .lifecycle import State
-from .reports import Hibernated, Learned, SnapshotFailed, SnapshotWritten
+from .reports import Hibernated, Learned, NeedsRoom, SnapshotFailed, SnapshotWritten
+from .views import View
 
 RECENT = 4096  # symbols over which the "recent" bits/symbol is taken
 CHUNK = 1 << 16  # a worker learns at most this many symbols before it yields to other streams
@@ -52,34 +53,6 @@ def learner_bound(config: OnlineConfig) -> int:
     return state_nbytes(config) + (1 << 20)
 
 
-@dataclass(frozen=True)
-class View:
-    """What a stream serves at one position, computed by the worker, read by the I/O loop."""
-
-    position: int
-    symbols: np.ndarray  # seen symbols, most probable first (ties: smaller symbol first)
-    probs: np.ndarray  # their probabilities
-    escape: float  # probability of a symbol not seen yet
-    alphabet_cap: int
-    stats: dict
-
-    @classmethod
-    def of(cls, learner: OnlineLearner, position: int, stats: dict) -> "View":
-        dist = learner.predict_proba_one()
-        escape = dist.pop(None)
-        symbols = np.fromiter(dist.keys(), dtype=np.int64, count=len(dist))
-        probs = np.fromiter(dist.values(), dtype=np.float64, count=len(dist))
-        order = np.lexsort((symbols, -probs))
-        return cls(position, symbols[order], probs[order], escape, learner.config.alphabet_cap, stats)
-
-    def top(self, k: int) -> list[list]:
-        return [list(pair) for pair in zip(self.symbols[:k].tolist(), self.probs[:k].tolist())]
-
-    def distribution(self) -> list[float]:
-        """Every symbol's probability; the unseen share the escape mass (as ``OnlineLearner.predict_proba``)."""
-        return OnlineLearner.spread(self.alphabet_cap, self.symbols, self.probs, self.escape).tolist()
-
-
 class Stream:
     def __init__(self, name: str, directory: Path, learner: OnlineLearner, position: int, *,
                  created: float, fsync: bool):
@@ -88,6 +61,9 @@ class Stream:
         self.learner: OnlineLearner | None = learner  # None while hibernated (:meth:`request_hibernation`)
         self.config = learner.config
         self.learner_bytes = learner.state_bytes  # what the learner holds whenever it is in memory
+        self.budget = MemoryBudget()  # where those bytes are counted: the daemon's, once it serves the stream
+        self.budget.take(self.learner_bytes)
+        self.holds_room = True  # they are counted: the learner is in memory, or a wake has taken its room
         self.last_active = time.monotonic()  # when a batch last came or was learned (the loop's LRU order)
         self.hibernation_pending = False  # a hibernation is queued (set by the loop, cleared by the worker)
         self.hibernate_after = 0.0  # not before this time (the loop's clock): a hibernation's snapshot failed
@@ -145,6 +121,17 @@ class Stream:
         with self.lock:
             self._move(State.GONE)
 
+    def unmake(self) -> None:
+        """Created but refused before it was served (the limits): its files and its learner go, and nothing
+        stays on disk to claim the name."""
+        try:
+            self.log.close()
+        finally:
+            shutil.rmtree(self.directory, ignore_errors=True)
+        self.forget()
+        self.learner = None
+        self._give_room()
+
     # -- the I/O loop's side ------------------------------------------------------------------
     @property
     def accepted(self) -> int:
@@ -159,6 +146,15 @@ class Stream:
     def idle(self) -> bool:
         """Nothing queued, syncing or held by a worker (read by the loop, which alone changes ``syncing``)."""
         return not self.scheduled and not self.queue and self.syncing == 0
+
+    def count_in(self, budget: MemoryBudget) -> None:
+        """From now on the learner's bytes are counted in ``budget`` (the daemon's :mod:`.budget`); a learner
+        in memory is counted at once."""
+        with self.lock:
+            if self.holds_room:
+                budget.take(self.learner_bytes)
+                self.budget.give(self.learner_bytes)
+            self.budget = budget
 
     def offer(self, start: int, symbols: np.ndarray) -> bool:
         """Queue a batch the log holds from position ``start``; returns True when the stream must be
@@ -251,13 +247,20 @@ class Stream:
         (:mod:`.reports`; None when there is nothing to tell), and whether work is left.
 
         When ``more`` is True the caller puts the stream back in the ready queue
-        (after the other streams: round robin).
+        (after the other streams: round robin).  A hibernated stream whose next
+        piece is a batch first takes its learner's room in the budget; without
+        room it does nothing and reports :class:`~.reports.NeedsRoom`, staying
+        scheduled: the loop hands it back once hibernations have made room.
         """
         with self.lock:
             if not self.queue:
                 self.scheduled = False
                 return None, False
             kind, *args = self.queue[0]
+            if kind == "batch" and not self.holds_room:
+                if not self.budget.try_take(self.learner_bytes):
+                    return NeedsRoom(self), False
+                self.holds_room = True
             if kind == "batch" and len(args[1]) > CHUNK:  # learn a long batch in pieces, between other streams
                 start, symbols = args
                 self.queue[0] = ("batch", start + CHUNK, symbols[CHUNK:])
@@ -267,8 +270,12 @@ class Stream:
         if kind == "batch":
             woken = None
             if self.learner is None:
-                with self.io_lock:  # not while a drop moves the folder away: a dropped stream learns nothing
-                    woken = None if self.dropped else self._wake()
+                try:
+                    with self.io_lock:  # not while a drop moves the folder away: a dropped stream learns nothing
+                        woken = None if self.dropped else self._wake()
+                finally:
+                    if self.learner is None:  # dropped, or its snapshot could not be read: the room goes back
+                        self._give_room()
             report = None if self.learner is None else Learned(self, *self._learn(args[1]), woken=woken)
         elif kind == "snapshot":
             try:
@@ -283,6 +290,9 @@ class Stream:
                     self.hibernation_pending = False
         else:  # drop: the directory was already moved aside by the I/O loop; nothing to tell
             shutil.rmtree(args[0], ignore_errors=True)
+            if self.learner is not None:
+                self.learner = None
+                self._give_room()
             report = None
         with self.lock:
             if kind == "batch":
@@ -327,7 +337,14 @@ class Stream:
         """The snapshot on disk holds the learner at the view's position: it leaves memory."""
         self.slept_at = self.view.position
         self.learner = None
-        _return_freed_memory()
+        return_freed_memory()
+        self._give_room()
+
+    def _give_room(self) -> None:
+        """The learner is not in memory (let go, or never woken): its bytes leave the budget."""
+        if self.holds_room:
+            self.holds_room = False
+            self.budget.give(self.learner_bytes)
 
     def _wake(self) -> float:
         """Bring a hibernated learner back from its snapshot (its position is the view's: nothing was learned
@@ -455,29 +472,6 @@ class Stream:
         stream.snapshot_position = position
         stream.view = View.of(learner, learned, stream._stats(learned))
         return stream
-
-
-def _return_freed_memory() -> None:
-    """Give the memory a hibernated learner's smaller arrays held back to the system: the C library keeps
-    freed heap memory for reuse, and a daemon that lets learners go by the hundred would keep their share
-    (glibc's ``malloc_trim``; elsewhere nothing).  The large tables are mappings of their own, unmapped
-    when they go."""
-    if _LIBC is not None:
-        _LIBC.malloc_trim(0)
-
-
-def _libc():
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-        libc.malloc_trim.argtypes = [ctypes.c_size_t]
-        return libc
-    except (OSError, AttributeError):
-        return None
-
-
-_LIBC = _libc()
 
 
 class Dropped(Exception):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from seqd.core.online import OnlineLearner
-from seqd.daemon.reports import Created, Hibernated, Learned, SnapshotWritten
+from seqd.daemon.reports import Created, Hibernated, Learned, NeedsRoom, SnapshotWritten
 from seqd.daemon.streams import Stream
 from seqd.daemon.models import make_config
 
@@ -80,6 +80,7 @@ def budget(loop: Loop, learners: float) -> None:
     """Set ``max_state_bytes`` to so many learners (the streams are built with room for all)."""
     config = dataclasses.replace(loop.config, max_state_bytes=int(SIZE * learners))
     loop.config = loop.completions.config = loop.requests.config = config
+    loop.requests.budget.limit = config.max_state_bytes
 
 
 @pytest.fixture
@@ -272,6 +273,101 @@ def test_a_broken_stream_keeps_its_learner_and_counts_against_the_budget(loop):
     assert sleep(loop, 10_000.0) == [] and s.resident
     assert loop.requests.busy_bytes() == s.learner_bytes
     assert loop("create", stream="t", config=SMALL_BYTES).replies[0][1].code == "limit"
+
+
+def within(loop: Loop) -> bool:
+    """The learners in memory, and those being woken or created, hold no more than the budget."""
+    b = loop.requests.budget
+    resident = sum(s.learner_bytes for s in loop.requests.streams.values() if s.resident)
+    return resident <= b.held <= b.limit
+
+
+def test_a_wake_without_room_waits_for_the_hibernation_that_makes_it(loop):
+    streams = {name: create(loop, name) for name in "abc"}
+    for i, name in enumerate("abc"):
+        feed(loop, name, text(600, 30 + i))
+        streams[name].last_active = 10.0 + i
+    budget(loop, 2)
+    assert sleep(loop, 100.0) == ["a"] and within(loop)
+    a, b = streams["a"], streams["b"]
+    acks = []
+    loop.completions.request(loop.pending("publish", stream="a", symbols=text(300, 40)), acks)
+    out = loop.completions.commit(acks)
+    assert out.schedule == [b, a]  # the hibernation that makes room is asked first...
+    (report,) = loop.work(a)  # ...but the second worker reaches "a" before the first is done with "b"
+    assert isinstance(report, NeedsRoom) and not a.resident and a.scheduled and within(loop)
+    assert loop.completions.report(report).schedule == []  # it waits: nothing is allocated
+    assert loop.counter("seqd_room_waits_total") == 1
+    (slept,) = loop.work(b)
+    assert isinstance(slept, Hibernated) and within(loop)
+    assert loop.completions.report(slept).schedule == [a]  # room: the wake goes on
+    (learned,) = loop.work(a)
+    assert isinstance(learned, Learned) and learned.woken is not None and a.resident and within(loop)
+    assert np.array_equal(a.learner.predict_proba(), reference(text(600, 30), text(300, 40)).predict_proba())
+
+
+def test_a_create_without_room_waits_for_the_hibernation_that_makes_it(loop):
+    a, b = create(loop, "a"), create(loop, "b")
+    for s, seed in ((a, 50), (b, 51)):
+        feed(loop, "ab"[seed - 50], text(400, seed))
+    a.last_active, b.last_active = 1.0, 2.0
+    budget(loop, 2)
+    out = loop("create", stream="c", config=SMALL_BYTES)
+    assert not out.jobs and not out.replies and out.schedule == [a]  # nothing allocated; "a" asked to make room
+    assert loop.requests.budget.held == 2 * SIZE
+    (slept,) = loop.work(a)
+    (job,) = loop.completions.report(slept).jobs  # room: now the namespace thread builds it
+    assert within(loop) and loop.requests.budget.held == 2 * SIZE  # "b", and the room "c" took
+    stream = Stream.create("c", loop.state.streams, job.config, fsync=False)
+    assert answers(loop.completions.report(Created("c", stream))) == [("ok", "create")]
+    assert within(loop) and sorted(s.name for s in loop.requests.streams.values() if s.resident) == ["b", "c"]
+
+
+def test_a_stream_dropped_while_it_waits_for_room_is_dropped(loop):
+    a, b = create(loop, "a"), create(loop, "b")
+    feed(loop, "a", text(400, 60))
+    budget(loop, 1)
+    a.last_active, b.last_active = 1.0, 2.0
+    assert sleep(loop, 100.0) == ["a"]
+    b.last_active = 200.0
+    loop.burst(("b", text(10, 61)))  # "b" at work: it cannot make room
+    acks = []
+    loop.completions.request(loop.pending("publish", stream="a", symbols=text(100, 62)), acks)
+    loop.completions.commit(acks)
+    (report,) = loop.work(a)
+    assert isinstance(report, NeedsRoom)
+    loop.completions.report(report)
+    out = loop("drop", stream="a")
+    assert out.schedule == [a]  # its wait ends: the drop's work goes on
+    assert loop.work(a) == [] and not a.scheduled and not a.resident and within(loop)
+    assert not list(loop.state.trash.iterdir()) and not loop.completions.waiting
+
+
+def test_a_wake_that_cannot_read_its_snapshot_gives_its_room_back(loop, monkeypatch):
+    from seqd.daemon import snapshot_file
+
+    a = create(loop, "a")
+    feed(loop, "a", text(400, 70))
+    assert a.request_hibernation()
+    loop.completions.report(*loop.work(a))
+    held = loop.requests.budget.held
+    loop.burst(("a", text(50, 71)))
+
+    def damaged(*args, **kwargs):
+        raise ValueError("checksum mismatch")
+    monkeypatch.setattr(snapshot_file, "read", damaged)
+    with pytest.raises(ValueError, match="checksum"):  # the worker marks it faulted (test_completions.py)
+        a.run_next()
+    assert loop.requests.budget.held == held and not a.holds_room and not a.resident
+
+
+def test_a_dropped_learner_gives_its_room_back(loop):
+    a = create(loop, "a")
+    feed(loop, "a", text(300, 80))
+    assert loop.requests.budget.held == SIZE
+    (stream,) = loop("drop", stream="a").schedule
+    loop.work(stream)
+    assert loop.requests.budget.held == 0 and not a.resident
 
 
 @pytest.mark.parametrize("preset", ["bytes", "glnn"])

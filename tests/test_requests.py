@@ -16,7 +16,7 @@ from seqd.clients.protocol import Reply, Request
 from seqd.daemon.config import ServeConfig
 from seqd.daemon.lifecycle import State
 from seqd.daemon.reports import Created, CreateFailed
-from seqd.daemon.pending import AwaitNamespace, AwaitPosition, AwaitSync, AwaitWorker, CreateJob, DropJob, Pending
+from seqd.daemon.pending import AwaitNamespace, AwaitPosition, AwaitRoom, AwaitSync, AwaitWorker, CreateJob, DropJob, Pending
 from seqd.daemon.requests import Requests, prediction
 from seqd.daemon.state_dir import StateDirectory
 from seqd.daemon.models import make_config
@@ -147,6 +147,8 @@ def test_a_creation_over_max_state_bytes_is_refused_and_leaves_nothing(tmp_path)
         assert refused.code == P.LIMIT and "max_state_bytes" in refused.message and "b" not in daemon.requests.creating
         # and a learner larger than its create foresaw is refused at registration, its files removed
         daemon.requests.creating["b"] = Pending(b"client", Request(id=99, op="create", stream="b"), t0=0.0)
+        daemon.requests.reserved["b"] = 1  # its create foresaw one byte, and took it from the budget
+        daemon.requests.budget.take(1)
         stream = Stream.create("b", daemon.state.streams, make_config("bytes", SMALL_BYTES), fsync=False)
         _, failure = daemon.requests.created(Created("b", stream))
         assert failure[0] == P.LIMIT and "max_state_bytes" in failure[1]
@@ -195,7 +197,8 @@ def test_streams_being_created_count_against_the_memory_budget(tmp_path):
         assert isinstance(daemon("publish", stream="a", symbols=b"xy"), AwaitSync)
         assert daemon("create", stream="b", config=SMALL_BYTES).code == P.LIMIT  # now "a" holds it, at work
         stream.syncing = 0  # its batch synced and (say) learned: idle, it can hibernate to make room
-        assert isinstance(daemon("create", stream="b", config=SMALL_BYTES), AwaitNamespace)
+        waits = daemon("create", stream="b", config=SMALL_BYTES)  # accepted, but nothing is allocated before it does
+        assert isinstance(waits, AwaitRoom) and waits.job.state_bytes == size and daemon.requests.budget.held == size
     finally:
         daemon.close()
 

@@ -1,0 +1,39 @@
+"""What a stream serves: an immutable view of its learner at one position, published by the worker after each
+batch and read by the I/O loop (``predict``, ``stats``, the metrics) without touching the learner's arrays.  A
+hibernated stream keeps its last view: it answers while its learner sleeps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.online import OnlineLearner
+
+
+@dataclass(frozen=True)
+class View:
+    """What a stream serves at one position, computed by the worker, read by the I/O loop."""
+
+    position: int
+    symbols: np.ndarray  # seen symbols, most probable first (ties: smaller symbol first)
+    probs: np.ndarray  # their probabilities
+    escape: float  # probability of a symbol not seen yet
+    alphabet_cap: int
+    stats: dict
+
+    @classmethod
+    def of(cls, learner: OnlineLearner, position: int, stats: dict) -> "View":
+        dist = learner.predict_proba_one()
+        escape = dist.pop(None)
+        symbols = np.fromiter(dist.keys(), dtype=np.int64, count=len(dist))
+        probs = np.fromiter(dist.values(), dtype=np.float64, count=len(dist))
+        order = np.lexsort((symbols, -probs))
+        return cls(position, symbols[order], probs[order], escape, learner.config.alphabet_cap, stats)
+
+    def top(self, k: int) -> list[list]:
+        return [list(pair) for pair in zip(self.symbols[:k].tolist(), self.probs[:k].tolist())]
+
+    def distribution(self) -> list[float]:
+        """Every symbol's probability; the unseen share the escape mass (as ``OnlineLearner.predict_proba``)."""
+        return OnlineLearner.spread(self.alphabet_cap, self.symbols, self.probs, self.escape).tolist()
