@@ -3,7 +3,11 @@
 Every batch is a conditional append at the stream's current length, so that
 a retried batch is never learned twice, and a second writer is noticed (the
 daemon answers a conflict) rather than interleaved.  ``--follow`` follows
-the file by its name through log rotation and truncation (``_follow.py``).
+the file by its name through log rotation and truncation (``_follow.py``)
+until SIGINT or SIGTERM: what the file holds by then is sent, and the run
+ends with 0 (a second signal ends it at once), as ``seqd compress --follow``
+does, whether the signal comes from a terminal, from systemd, or to a
+process started in the background (which inherits SIGINT ignored).
 On a terminal a progress line shows what was sent, then, unless
 ``--no-wait``, how far the daemon has learned it.
 """
@@ -12,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 
@@ -35,7 +41,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="the file to send, or - for stdin (the default)")
     p.add_argument("--stream", dest="stream_option", metavar="NAME", help=argparse.SUPPRESS)  # seqd <= 0.9's form
     p.add_argument("--follow", action="store_true",
-                   help="keep sending what is appended to FILE, through log rotation, as tail -F does")
+                   help="keep sending what is appended to FILE, through log rotation, as tail -F does, until "
+                        "SIGINT or SIGTERM (what the file holds by then is sent; a second signal ends at once)")
     p.add_argument("--wait", action=argparse.BooleanOptionalAction, default=True,
                    help="once everything is sent, wait until the daemon has learned it and print the stream's "
                         "bits per symbol (default: yes; never with --follow)")
@@ -55,7 +62,27 @@ def _publish(args) -> int:
         args.file, args.stream = args.stream, args.stream_option
         print("seqd publish: note: --stream is deprecated; the stream comes first: seqd publish NAME FILE",
               file=sys.stderr)
-    source = _open(args.file, args.follow, args.batch)  # first: an unreadable input creates no stream
+    stop = threading.Event()  # --follow: SIGINT or SIGTERM came
+    source = _open(args.file, args.follow, args.batch, stop)  # first: an unreadable input creates no stream
+    previous = _stop_on_signals(stop) if args.follow else {}
+    try:
+        return _send(args, source)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _stop_on_signals(stop: threading.Event) -> dict:
+    """SIGINT and SIGTERM end a follow once what the file holds is sent; a second one ends it at once (as
+    KeyboardInterrupt).  Returns the handlers they replace."""
+    def on_signal(signum, frame):
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+    return {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+
+
+def _send(args, source) -> int:
     with connect(args, max_batch=args.batch) as client:
         created = False
         try:
@@ -122,14 +149,15 @@ def _drop_quietly(client: Client, stream: str) -> None:
               file=sys.stderr)
 
 
-def _open(name: str, follow: bool, size: int):
-    """The input, opened: stdin, a :class:`Follower`, or a file (a clear error if it cannot be read)."""
+def _open(name: str, follow: bool, size: int, stop: threading.Event):
+    """The input, opened: stdin, a :class:`Follower` (until ``stop`` is set), or a file (a clear error if it
+    cannot be read)."""
     if name == "-":
         return sys.stdin.buffer
     if os.path.isdir(name):
         raise ValueError(f"{name}: is a directory")
     try:
-        return Follower(name, size) if follow else open(name, "rb")
+        return Follower(name, size, keep_going=lambda: not stop.is_set()) if follow else open(name, "rb")
     except FileNotFoundError:
         raise ValueError(f"{name}: no such file") from None
 

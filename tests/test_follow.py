@@ -305,7 +305,11 @@ def run_through_rotation(kind, log, command, received):
     finally:
         writer.stop()
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # never left behind, whatever failed
+            proc.kill()
+            raise
     assert proc.returncode == 0, err.decode()
     assert received() == writer.text() and len(writer.written) > 100
     return writer.text(), out
@@ -335,6 +339,31 @@ def test_publish_follow_through_rotation(tmp_path, kind):
         assert positions == sorted(set(positions))  # conditional appends, none retried or repeated
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_publish_follow_ends_on_a_stop_signal_having_sent_the_file_even_when_started_in_the_background(tmp_path, stop):
+    # a job started with & by a script inherits SIGINT ignored, and systemd stops a service with SIGTERM: either
+    # way the follow ends as on a terminal's Ctrl-C, once what the file holds is sent
+    log = tmp_path / "app.log"
+    log.write_bytes(b"".join(b"line %d\n" % i for i in range(300)))
+    server = FakeServer()
+    proc = subprocess.Popen(SEQD + ["publish", "--follow", "web", str(log), "--api", server.endpoint],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        wait_for(lambda: bytes(server.streams.get("web", b"")) == log.read_bytes() or proc.poll() is not None,
+                 STARTUP_SECONDS)
+        append(log, b"the last line\n")
+        proc.send_signal(stop)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        server.close()
+    assert proc.returncode == 0, err.decode()
+    assert bytes(server.streams["web"]) == log.read_bytes() and b"published" in out
 
 
 def test_a_followed_file_that_can_no_longer_be_read_ends_the_output_cleanly_then_is_reported(tmp_path):
