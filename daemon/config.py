@@ -50,8 +50,9 @@ class ServeConfig:
     max_batch_symbols: int = 1 << 20
     max_streams: int = 1024
     max_queue_symbols: int = 4 << 20  # per stream, accepted but not yet learned; beyond it: "busy"
-    max_state_bytes: int = 8 << 30  # memory of the learners in memory together (a byte stream's is about 58 MB);
-    # beyond it the least recently active idle ones hibernate (to their snapshots) until they fit
+    max_state_bytes: int = 8 << 30  # memory of the streams: the learners in memory (a byte stream's is about 58 MB)
+    # and every stream's view (64 KiB); beyond it the least recently active idle learners hibernate (to their
+    # snapshots) until they fit.  The process holds this and its base (about 165 MiB)
     hibernate_after_seconds: float = 600.0  # an idle stream's learner hibernates after this long anyway; 0: never
     # [durability]
     fsync: bool = True  # acknowledge a batch only once its write-ahead log record is on disk

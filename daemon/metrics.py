@@ -25,6 +25,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.process_collector import ProcessCollector
 
+from .budget import STREAM_BYTES
+
 if TYPE_CHECKING:
     from .health import Health
     from .streams import Stream
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
 # request latencies, from 50 µs (a predict answered from a view) to 5 s
 REQUEST_BUCKETS = (5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1.0, 5.0)
 # waking a hibernated learner: reading, inflating and checking its snapshot
-WAKE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0)
+WAKE_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0)
 # learning one batch (up to streams.CHUNK symbols at some 60,000 symbols/s)
 LEARN_BUCKETS = (1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.25, 0.5, 1.0, 2.0)
 
@@ -84,7 +86,7 @@ class Telemetry:
         self._request_children: dict[tuple[str, str], tuple] = {}  # (kind, outcome) -> their two children
         registry.register(StreamCollector(streams=streams, unavailable=unavailable, labelled=labelled))
         if state_limit is not None:
-            Gauge("seqd_state_bytes_limit", "The learners' memory budget (max_state_bytes).",
+            Gauge("seqd_state_bytes_limit", "The streams' memory budget (max_state_bytes).",
                   registry=registry).set(state_limit)
         ProcessCollector(registry=registry)
 
@@ -135,8 +137,9 @@ class StreamCollector:
                                 value=sum(1 for s in streams if s.broken))
         yield GaugeMetricFamily("seqd_queue_symbols", "Symbols accepted and not yet learned, all streams.",
                                 value=sum(s.queued for s in streams))
-        yield GaugeMetricFamily("seqd_state_bytes", "Memory held by the learners in memory (not hibernated).",
-                                value=sum(s.learner_bytes for s in streams if s.resident))
+        yield GaugeMetricFamily("seqd_state_bytes", "Memory held by the streams, counted against max_state_bytes: "
+                                "the learners in memory (not hibernated) and every stream's view and statistics.",
+                                value=sum(STREAM_BYTES + (s.learner_bytes if s.resident else 0) for s in streams))
         yield GaugeMetricFamily("seqd_streams_resident", "Streams whose learner is in memory; the others are "
                                 "hibernated to their snapshots.", value=sum(1 for s in streams if s.resident))
         chosen = set(self.labelled(s.name for s in streams))

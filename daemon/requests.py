@@ -30,15 +30,14 @@ import numpy as np
 from .. import __version__
 from ..clients import protocol as P
 from ..clients.protocol import Reply, Request
-from ..core.online.state import state_nbytes
-from .budget import MemoryBudget
+from .budget import STREAM_BYTES, MemoryBudget
 from .pending import (AwaitNamespace, AwaitPosition, AwaitRoom, AwaitSync, AwaitWorker, CreateJob, Deferral, DropJob,
                       Pending)
 from .reports import Created, CreateFailed
 from .config import ServeConfig
 from .state_dir import StateDirectory
 from .models import config_dict, is_earlier_preset, make_config
-from .streams import Stream
+from .streams import Stream, resident_bytes
 from .waiters import Waiters
 
 log = logging.getLogger("seqd")
@@ -77,8 +76,8 @@ class Requests:
         self.streams: dict[str, Stream] = {}
         self.unavailable: dict[str, str] = {}
         self.creating: dict[str, Pending] = {}
-        self.reserved: dict[str, int] = {}  # the learner state of each stream being created, in bytes
-        self.budget = MemoryBudget(config.max_state_bytes)  # the learners in memory, and those on their way
+        self.reserved: dict[str, int] = {}  # the memory of each stream being created, in bytes
+        self.budget = MemoryBudget(config.max_state_bytes)  # the streams, their learners in memory and on their way
         self.started = time.time()
 
     def handle(self, pending: Pending) -> Reply | Deferral:
@@ -158,7 +157,7 @@ class Requests:
                                  (" with another configuration" if req.exist_ok else ""))
         if len(self.streams) + len(self.creating) >= self.config.max_streams:
             return Reply.failure(req.id, P.LIMIT, f"this server holds at most {self.config.max_streams} streams")
-        need = state_nbytes(config)
+        need = STREAM_BYTES + resident_bytes(config)
         refusal = self._memory_refusal(name, need)
         if refusal is not None:
             return Reply.failure(req.id, *refusal)
@@ -168,18 +167,19 @@ class Requests:
         return AwaitNamespace(job) if self.budget.try_take(need) else AwaitRoom(job)
 
     def _memory_refusal(self, name: str, need: int) -> tuple[str, str] | None:
-        """Why a new stream whose learner holds ``need`` bytes cannot be served, or None: checked before
-        anything is allocated, against ``max_state_bytes`` less the learners at work (:meth:`busy_bytes`)
-        and those being created."""
+        """Why a new stream that holds ``need`` bytes in memory cannot be served, or None: checked before
+        anything is allocated, against ``max_state_bytes`` less the streams' own bytes and the learners at
+        work (:meth:`busy_bytes`), and those being created."""
         budget = self.config.max_state_bytes
         if need > budget:  # no server state could ever hold it: the request is at fault, not the server
-            return P.BAD_CONFIG, (f"stream {name!r} would hold {binary_size(need)} of learner state, more than this "
+            return P.BAD_CONFIG, (f"stream {name!r} would hold {binary_size(need)} in memory, more than this "
                                   f"server serves in all (max_state_bytes = {binary_size(budget)}): use fewer units, "
                                   "a smaller degree, window or alphabet_cap")
         used = self.busy_bytes() + sum(self.reserved.values())
         if used + need > budget:
-            return P.LIMIT, (f"a new stream of {binary_size(need)} would take the learners past max_state_bytes "
-                             f"= {binary_size(budget)} ({binary_size(used)} held by streams at work)")
+            return P.LIMIT, (f"a new stream of {binary_size(need)} would take the streams past max_state_bytes "
+                             f"= {binary_size(budget)} ({binary_size(used)} held by the streams and the learners "
+                             "at work)")
         return None
 
     def busy_bytes(self) -> int:
@@ -187,8 +187,9 @@ class Requests:
         (those stay in memory).  Idle ones make room (``Completions.tick`` hibernates the least recently
         active while the learners take more than ``max_state_bytes``), and those already asked to are on
         their way out."""
-        return sum(s.learner_bytes for s in self.streams.values()
-                   if s.resident and not s.hibernation_pending and (not s.idle or s.broken))
+        return STREAM_BYTES * len(self.streams) + sum(
+            s.learner_bytes for s in self.streams.values()
+            if s.resident and not s.hibernation_pending and (not s.idle or s.broken))
 
     def publish(self, pending: Pending, stream: Stream) -> Reply | AwaitSync:
         """Check a batch and append it to the stream's log; it is acknowledged after the log's fsync."""
@@ -246,7 +247,7 @@ class Requests:
 
     def created(self, report: Created | CreateFailed) -> tuple[Pending, tuple[str, str] | None]:
         """The namespace thread's report on a create: the stream is registered, unless it failed on disk or
-        would take the learners past ``max_state_bytes`` (its files are then removed).  Returns the request
+        would take the streams past ``max_state_bytes`` (its files are then removed).  Returns the request
         to answer and, when there is no stream, the error code and message to answer it with."""
         name = report.name
         pending = self.creating.pop(name)
@@ -263,9 +264,9 @@ class Requests:
                 return pending, failure
             stream = report.stream
             used = self.busy_bytes()
-            if used + stream.learner_bytes > self.config.max_state_bytes:
-                failure = (P.LIMIT, f"a new stream of {stream.learner_bytes} bytes would take the learners "
-                                    f"past max_state_bytes = {self.config.max_state_bytes}")
+            if used + STREAM_BYTES + stream.learner_bytes > self.config.max_state_bytes:
+                failure = (P.LIMIT, f"a new stream of {STREAM_BYTES + stream.learner_bytes} bytes would take the "
+                                    f"streams past max_state_bytes = {self.config.max_state_bytes}")
                 stream.unmake()
                 return pending, failure
             stream.go_live()

@@ -37,6 +37,7 @@ from ..clients import protocol as P
 from ..clients.protocol import Reply
 from . import background
 from .background import name_os_thread
+from .budget import map_large_allocations
 from .completions import Completions, Outcome
 from .config import ServeConfig
 from .health import Health
@@ -99,6 +100,7 @@ class Server:
             raise
 
     def _start(self) -> None:
+        map_large_allocations()  # before the restore's snapshots are read
         self.state.lock()
         self.state.empty_trash()
         self.requests.restore_streams()

@@ -21,6 +21,7 @@ import threading
 import uuid
 from pathlib import Path
 
+from .budget import STREAM_BYTES
 from .streams import Stream
 from .wal import PRIVATE_DIR, PRIVATE_FILE
 
@@ -78,7 +79,8 @@ class StateDirectory:
         """Remove the creations a crash interrupted, then open every stream's folder, ``threads`` at a
         time; returns each folder (sorted by name) with its stream, or with why it could not be opened.
 
-        Once the learners opened take ``budget`` bytes, a stream whose snapshot holds its whole learner (its
+        Once the streams opened take ``budget`` bytes (their learners and :data:`~.streams.STREAM_BYTES`
+        each), a stream whose snapshot holds its whole learner (its
         log has nothing after it) is served hibernated: its learner goes back to the snapshot it came from,
         so that a daemon of many streams starts within its memory, as it ran."""
         for unfinished in self.streams.glob(".new-*"):  # a create that a crash interrupted
@@ -92,6 +94,7 @@ class StateDirectory:
             try:
                 stream = Stream.open(path, fsync=fsync)
                 with counting:
+                    held[0] += STREAM_BYTES
                     if budget is None or held[0] + stream.learner_bytes <= budget or not stream.sleep_as_opened():
                         held[0] += stream.learner_bytes
                 results[path] = stream

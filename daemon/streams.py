@@ -38,14 +38,21 @@ import numpy as np
 from ..core.online import OnlineConfig, OnlineLearner
 from ..core.online.state import state_nbytes
 from . import lifecycle, snapshot_file, wal
-from .budget import MemoryBudget, return_freed_memory
+from .budget import STREAM_BYTES, MemoryBudget, return_freed_memory
 from .models import config_dict
 from .lifecycle import State
 from .reports import Hibernated, Learned, NeedsRoom, SnapshotFailed, SnapshotWritten
 from .views import View
 
 RECENT = 4096  # symbols over which the "recent" bits/symbol is taken
+RECENT_BYTES = RECENT * 8  # their code lengths, in memory beside the learner (the snapshot holds them while it sleeps)
 CHUNK = 1 << 16  # a worker learns at most this many symbols before it yields to other streams
+
+def resident_bytes(config: OnlineConfig) -> int:
+    """What a stream of ``config`` holds in memory while its learner is there, beyond :data:`STREAM_BYTES`:
+    the learner's arrays and the recent code lengths, which leave memory when it hibernates."""
+    return state_nbytes(config) + RECENT_BYTES
+
 
 def learner_bound(config: OnlineConfig) -> int:
     """The most a snapshot's learner may inflate to: the learner of ``config`` (stream.json's), and a little for
@@ -60,9 +67,11 @@ class Stream:
         self.directory = directory
         self.learner: OnlineLearner | None = learner  # None while hibernated (:meth:`request_hibernation`)
         self.config = learner.config
-        self.learner_bytes = learner.state_bytes  # what the learner holds whenever it is in memory
-        self.budget = MemoryBudget()  # where those bytes are counted: the daemon's, once it serves the stream
-        self.budget.take(self.learner_bytes)
+        # what leaves memory when it hibernates (the learner, the recent code lengths): resident_bytes(config)
+        self.learner_bytes = learner.state_bytes + RECENT_BYTES
+        self.budget = MemoryBudget()  # where its bytes are counted: the daemon's, once it serves the stream
+        self.budget.take(STREAM_BYTES + self.learner_bytes)
+        self.counted = True  # its STREAM_BYTES are counted (until it is gone)
         self.holds_room = True  # they are counted: the learner is in memory, or a wake has taken its room
         self.last_active = time.monotonic()  # when a batch last came or was learned (the loop's LRU order)
         self.hibernation_pending = False  # a hibernation is queued (set by the loop, cleared by the worker)
@@ -117,9 +126,13 @@ class Stream:
             return self.broken
 
     def forget(self) -> None:
-        """Nothing refers to it any more (its drop is durable, or the limits refused its creation)."""
+        """Nothing refers to it any more (its drop is durable, or the limits refused its creation): what it
+        held outside its learner leaves the budget."""
         with self.lock:
             self._move(State.GONE)
+            if self.counted:
+                self.counted = False
+                self.budget.give(STREAM_BYTES)
 
     def unmake(self) -> None:
         """Created but refused before it was served (the limits): its files and its learner go, and nothing
@@ -148,12 +161,12 @@ class Stream:
         return not self.scheduled and not self.queue and self.syncing == 0
 
     def count_in(self, budget: MemoryBudget) -> None:
-        """From now on the learner's bytes are counted in ``budget`` (the daemon's :mod:`.budget`); a learner
-        in memory is counted at once."""
+        """From now on the stream's bytes are counted in ``budget`` (the daemon's :mod:`.budget`): its
+        :data:`STREAM_BYTES`, and its learner's while it is in memory."""
         with self.lock:
-            if self.holds_room:
-                budget.take(self.learner_bytes)
-                self.budget.give(self.learner_bytes)
+            held = (STREAM_BYTES if self.counted else 0) + (self.learner_bytes if self.holds_room else 0)
+            budget.take(held)
+            self.budget.give(held)
             self.budget = budget
 
     def offer(self, start: int, symbols: np.ndarray) -> bool:
@@ -337,6 +350,7 @@ class Stream:
         """The snapshot on disk holds the learner at the view's position: it leaves memory."""
         self.slept_at = self.view.position
         self.learner = None
+        self._recent = None  # the snapshot holds them too: a wake reads them back
         return_freed_memory()
         self._give_room()
 
@@ -352,10 +366,10 @@ class Stream:
         marks the stream faulted, and its files are left for a restart to try again."""
         t0 = time.perf_counter()
         snap = self.directory / "snapshot"
-        position, _, _, learner = snapshot_file.read(snap, RECENT, max_learner_bytes=learner_bound(self.config))
+        position, _, recent, learner = snapshot_file.read(snap, RECENT, max_learner_bytes=learner_bound(self.config))
         if position != self.view.position or learner.config != self.config:
             raise ValueError(f"{snap}: holds position {position}, not the hibernated {self.view.position}")
-        self.learner = learner
+        self.learner, self._recent = learner, recent
         return time.perf_counter() - t0
 
     def _learn(self, symbols: np.ndarray) -> tuple[int, float, float]:
@@ -394,17 +408,17 @@ class Stream:
         belong to a new stream).
         """
         position = self.view.position
-        head = snapshot_file.head(position, self.code_bits, self._recent)
         if self.faulted:
             raise RuntimeError(f"stream {self.name!r} is not snapshotted: {self.broken}")
         if self.learner is None:  # hibernated: the snapshot on disk is the learner, at the view's position
             return self.slept_at
+        head = snapshot_file.head(position, self.code_bits, self._recent)
         path = self.directory / "snapshot"
         # The long part, outside the lock; the learner's arrays are deflated and written without the GIL.
         # A name of its own: should the stream be dropped and its name created again meanwhile, this file
         # lands in the new stream's folder, where it must not meet that stream's own snapshot being written.
         tmp = snapshot_file.write_durably(path.with_name(f"snapshot.{uuid.uuid4().hex}.tmp"), head,
-                                          *snapshot_file.deflated(self.learner.snapshot_parts()))
+                                          snapshot_file.deflated(self.learner.snapshot_parts()))
         with self.io_lock:
             if self.dropped:
                 tmp.unlink(missing_ok=True)

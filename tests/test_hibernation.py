@@ -13,14 +13,21 @@ import numpy as np
 import pytest
 
 from seqd.core.online import OnlineLearner
-from seqd.daemon.reports import Created, Hibernated, Learned, NeedsRoom, SnapshotWritten
-from seqd.daemon.streams import Stream
+from seqd.daemon.reports import Created, DropSynced, Hibernated, Learned, NeedsRoom, SnapshotWritten
+from seqd.daemon.budget import STREAM_BYTES
+from seqd.daemon.streams import Stream, resident_bytes
 from seqd.daemon.models import make_config
 
 from daemon_harness import SMALL_BYTES, Caller, ThreadServer
 from test_completions import Loop, answers
 
-SIZE = OnlineLearner(make_config("bytes", SMALL_BYTES)).state_bytes
+LEARNER = resident_bytes(make_config("bytes", SMALL_BYTES))  # what hibernation takes out of memory
+SIZE = STREAM_BYTES + LEARNER  # a stream with its learner in memory
+
+
+def room(learners: float, streams: int) -> int:
+    """A ``max_state_bytes`` with room for so many learners beside so many streams' own bytes."""
+    return int(LEARNER * learners) + STREAM_BYTES * streams
 
 
 def text(n: int, seed: int) -> bytes:
@@ -76,9 +83,11 @@ def sleep(loop: Loop, now: float) -> list:
     return chosen
 
 
-def budget(loop: Loop, learners: float) -> None:
-    """Set ``max_state_bytes`` to so many learners (the streams are built with room for all)."""
-    config = dataclasses.replace(loop.config, max_state_bytes=int(SIZE * learners))
+def budget(loop: Loop, learners: float, streams: int | None = None) -> None:
+    """Set ``max_state_bytes`` to so many learners beside ``streams`` streams' own bytes (by default those the
+    loop serves); the streams are built with room for all."""
+    streams = len(loop.requests.streams) if streams is None else streams
+    config = dataclasses.replace(loop.config, max_state_bytes=room(learners, streams))
     loop.config = loop.completions.config = loop.requests.config = config
     loop.requests.budget.limit = config.max_state_bytes
 
@@ -130,12 +139,26 @@ def test_a_batch_wakes_a_hibernated_learner_which_continues_bit_for_bit(loop):
     assert a.code_bits == pytest.approx(float(reference().learn(text(900, 1) + text(700, 2)).sum()), rel=1e-12)
 
 
+def test_a_hibernated_stream_keeps_only_its_view_and_wakes_with_its_recent_code_lengths(loop):
+    a = create(loop, "a")
+    first, then = text(5000, 7), text(700, 8)
+    feed(loop, "a", first)
+    assert a.request_hibernation()
+    loop.completions.report(*loop.work(a))
+    assert not a.resident and a._recent is None  # the snapshot holds them while it sleeps
+    feed(loop, "a", then)
+    bits = reference().learn(first + then)
+    stats = a.view.stats  # the recent rate spans the wake: the last 4,096 code lengths, as if it never slept
+    assert stats["recent_bits_per_symbol"] == float(bits[-4096:].sum()) / 4096
+    assert stats["code_bits"] == pytest.approx(float(bits.sum()), rel=1e-12)
+
+
 def test_an_idle_learner_hibernates_after_its_time_even_with_room(tmp_path):
     loop = Loop(tmp_path, fsync=False, hibernate_after_seconds=60.0)  # the default budget: room for all
     try:
         s = create(loop, "s")
         feed(loop, "s", text(500, 3))
-        s.last_active = 1000.0
+        s.last_active = s.snapshot_time = 1000.0  # the test's clock (no periodic snapshot due before 1300)
         assert sleep(loop, 1059.0) == [] and s.resident
         assert sleep(loop, 1060.0) == ["s"] and not s.resident
         feed(loop, "s", text(10, 4))
@@ -171,7 +194,7 @@ def test_a_snapshot_of_a_hibernated_stream_is_the_one_it_sleeps_in(loop):
 def test_the_daemon_keeps_its_learners_within_budget_and_every_stream_exact(tmp_path):
     names = [f"s{i}" for i in range(5)]
     sent = {n: [] for n in names}
-    with ThreadServer(tmp_path / "state", max_state_bytes=SIZE * 2, hibernate_after_seconds=0) as srv:
+    with ThreadServer(tmp_path / "state", max_state_bytes=room(2, 5), hibernate_after_seconds=0) as srv:
         call = Caller(srv.api)
         for n in names:
             call.ok("create", stream=n, config=SMALL_BYTES)
@@ -197,7 +220,7 @@ def test_the_daemon_keeps_its_learners_within_budget_and_every_stream_exact(tmp_
             got = call.ok("predict", stream=n, top=0)["distribution"]
             assert np.array_equal(np.array(got), reference(*sent[n]).predict_proba()), n
         call.close()
-    with ThreadServer(tmp_path / "state", max_state_bytes=SIZE * 2, hibernate_after_seconds=0) as srv:
+    with ThreadServer(tmp_path / "state", max_state_bytes=room(2, 5), hibernate_after_seconds=0) as srv:
         call = Caller(srv.api)  # restored from the snapshots they slept in, and the logs
         for n in names:
             assert call.ok("stats", stream=n)["position"] == sum(map(len, sent[n]))
@@ -215,7 +238,7 @@ def test_a_restart_opens_streams_within_the_budget(tmp_path):
             call.ok("publish", stream=name, symbols=sent[name])
             call.ok("predict", stream=name, min_position=len(sent[name]), wait_ms=30000)
         call.close()
-    with ThreadServer(tmp_path / "state", max_state_bytes=SIZE * 2, hibernate_after_seconds=0) as srv:
+    with ThreadServer(tmp_path / "state", max_state_bytes=room(2, 4), hibernate_after_seconds=0) as srv:
         resident = [s.name for s in srv.server.streams.values() if s.resident]
         assert len(resident) == 2  # the rest opened, then went back to the snapshots they came from
         call = Caller(srv.api)
@@ -271,7 +294,7 @@ def test_a_broken_stream_keeps_its_learner_and_counts_against_the_budget(loop):
     s.mark_broken("the log failed")
     budget(loop, 1.5)
     assert sleep(loop, 10_000.0) == [] and s.resident
-    assert loop.requests.busy_bytes() == s.learner_bytes
+    assert loop.requests.busy_bytes() == STREAM_BYTES + s.learner_bytes  # and its view, log, objects
     assert loop("create", stream="t", config=SMALL_BYTES).replies[0][1].code == "limit"
 
 
@@ -311,13 +334,13 @@ def test_a_create_without_room_waits_for_the_hibernation_that_makes_it(loop):
     for s, seed in ((a, 50), (b, 51)):
         feed(loop, "ab"[seed - 50], text(400, seed))
     a.last_active, b.last_active = 1.0, 2.0
-    budget(loop, 2)
+    budget(loop, 2, streams=3)
     out = loop("create", stream="c", config=SMALL_BYTES)
     assert not out.jobs and not out.replies and out.schedule == [a]  # nothing allocated; "a" asked to make room
     assert loop.requests.budget.held == 2 * SIZE
     (slept,) = loop.work(a)
     (job,) = loop.completions.report(slept).jobs  # room: now the namespace thread builds it
-    assert within(loop) and loop.requests.budget.held == 2 * SIZE  # "b", and the room "c" took
+    assert within(loop) and loop.requests.budget.held == 2 * SIZE + STREAM_BYTES  # "b", "a" asleep, "c"'s room
     stream = Stream.create("c", loop.state.streams, job.config, fsync=False)
     assert answers(loop.completions.report(Created("c", stream))) == [("ok", "create")]
     assert within(loop) and sorted(s.name for s in loop.requests.streams.values() if s.resident) == ["b", "c"]
@@ -365,9 +388,13 @@ def test_a_dropped_learner_gives_its_room_back(loop):
     a = create(loop, "a")
     feed(loop, "a", text(300, 80))
     assert loop.requests.budget.held == SIZE
-    (stream,) = loop("drop", stream="a").schedule
+    drop = loop("drop", stream="a")
+    (stream,) = drop.schedule
     loop.work(stream)
-    assert loop.requests.budget.held == 0 and not a.resident
+    assert loop.requests.budget.held == STREAM_BYTES and not a.resident  # its learner's room is back at once...
+    (job,) = drop.jobs
+    loop.completions.report(DropSynced(a, job.requester, None))
+    assert loop.requests.budget.held == 0  # ...and the rest once the drop is durable
 
 
 @pytest.mark.parametrize("preset", ["bytes", "glnn"])

@@ -20,9 +20,9 @@ from seqd.daemon.pending import AwaitNamespace, AwaitPosition, AwaitRoom, AwaitS
 from seqd.daemon.requests import Requests, prediction
 from seqd.daemon.state_dir import StateDirectory
 from seqd.daemon.models import make_config
-from seqd.daemon.streams import Stream
+from seqd.daemon.budget import STREAM_BYTES
+from seqd.daemon.streams import Stream, resident_bytes
 from seqd.daemon.waiters import Waiters
-from seqd.core.online.state import state_nbytes as state_module_nbytes
 
 from daemon_harness import SMALL_BYTES
 
@@ -180,12 +180,12 @@ def test_a_create_too_large_for_the_memory_budget_is_refused_before_anything_is_
     huge = {"alphabet_cap": 65536, "units": 512, "degree": 64}
     reply = daemon("create", stream="huge", preset="glnn", config=huge)
     assert isinstance(reply, Reply) and reply.code == P.BAD_CONFIG
-    assert "TiB of learner state" in reply.message and "max_state_bytes = 8 GiB" in reply.message
+    assert "1.1 TiB in memory" in reply.message and "max_state_bytes = 8 GiB" in reply.message
     assert not daemon.requests.creating and not daemon.requests.reserved
 
 
 def test_streams_being_created_count_against_the_memory_budget(tmp_path):
-    size = state_module_nbytes(make_config("bytes", SMALL_BYTES))
+    size = STREAM_BYTES + resident_bytes(make_config("bytes", SMALL_BYTES))  # the learner, its stream's own bytes
     daemon = Daemon(tmp_path, max_state_bytes=size * 3 // 2)
     try:
         first = daemon("create", stream="a", config=SMALL_BYTES)
