@@ -1,21 +1,21 @@
 """A stream's snapshot file: the learner at some position, with the stream's statistics, behind a checksum.
 
-Layout, version 3 (magic ``SEQDSNP\\x03``), all integers little-endian::
+Layout, version 4 (magic ``SEQDSNP\\x04``), all integers little-endian::
 
     magic (8 bytes) | stream position (u64) | length of the statistics (u32) | their crc32 (u32)
     statistics: length of a JSON header (u32) | {"code_bits": ..., "recent": n} | n recent code lengths (f64)
-    the learner (``OnlineLearner.snapshot_parts`` / ``from_bytes``: a checksum of its own), deflated (zlib)
+    the learner (``OnlineLearner.snapshot_parts`` / ``from_bytes``: a checksum of its own), as its non-zero
+    words, deflated (:mod:`.sparse`)
 
 The statistics' crc32 starts from the stream position (its low 32 bits), so
-a header moved onto another position fails it.  The learner is deflated at
-zlib's fastest level: its tables are sized for any stream and hold mostly
-zeros, so a byte stream's 58 MB learner takes about a megabyte after a few
-hundred kilobytes of log (``docs/daemon.md``), at some 80 ms of a worker's
-time with the GIL released.  Versions 2 (the same, the learner as it is)
-and 1 (``SEQDSNP\\x01``: statistics all in JSON, the recent code lengths as
-numbers, which held the GIL for about 4 ms per snapshot) are still read.  A
-file of a version this daemon does not know is refused by name, and left as
-it is.
+a header moved onto another position fails it.  A byte stream's 58 MB
+learner, whose tables are sized for any stream and hold mostly zeros, takes
+a few hundred kilobytes after a few kilobytes of log, and writing or reading
+it costs what its non-zero words do (:mod:`.sparse`).  Versions 3 (the same,
+the learner deflated whole: some 80 ms each way whatever the stream), 2 (the
+learner as it is) and 1 (``SEQDSNP\\x01``: statistics all in JSON, the
+recent code lengths as numbers) are still read.  A file of a version this
+daemon does not know is refused by name, and left as it is.
 
 This module knows the bytes; :class:`~.streams.Stream` decides when a
 snapshot is written and where (a temporary file of its own name, renamed
@@ -30,48 +30,26 @@ import os
 import struct
 import zlib
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
 from ..core.online import OnlineLearner
 from ..core.online.snapshot import from_stream
 from . import wal
+from .sparse import Inflater, SparseReader
 
-SNAPSHOT_MAGIC = b"SEQDSNP\x03"
-SNAPSHOT_MAGIC_V2 = b"SEQDSNP\x02"  # still read: the learner not deflated
+SNAPSHOT_MAGIC = b"SEQDSNP\x04"
+SNAPSHOT_MAGIC_V3 = b"SEQDSNP\x03"  # still read: the learner deflated whole
+SNAPSHOT_MAGIC_V2 = b"SEQDSNP\x02"  # still read: the learner as it is
 SNAPSHOT_MAGIC_V1 = b"SEQDSNP\x01"  # still read: statistics all in JSON, the recent code lengths as numbers
-_KNOWN = (SNAPSHOT_MAGIC_V1, SNAPSHOT_MAGIC_V2, SNAPSHOT_MAGIC)
-DEFLATE_LEVEL = 1  # zlib's fastest: the tables' zeros go at any level
+_KNOWN = (SNAPSHOT_MAGIC_V1, SNAPSHOT_MAGIC_V2, SNAPSHOT_MAGIC_V3, SNAPSHOT_MAGIC)
 _SNAP_HEAD = struct.Struct("<8sQII")  # magic, stream position, length and crc32 of the statistics
 _STATS_HEAD = struct.Struct("<I")  # v2 statistics: length of their JSON, the JSON, then the recent code lengths
 
 
-# A snapshot is deflated, written, read and inflated this many bytes at a time: below the size from which
-# the C library maps a buffer of its own (``budget.MMAP_THRESHOLD``), so that the pieces reuse the heap's
-# memory instead of faulting in fresh pages each time (which doubled the time of a wake).
-STEP = 128 << 10
-
-
-def deflated(parts) -> Iterator[bytes]:
-    """The learner's parts (``OnlineLearner.snapshot_parts``) as version 3 stores them, one zlib stream, in
-    pieces: each comes of at most :data:`STEP` bytes of the learner, so that writing a snapshot holds little
-    beside the learner, however large it is and however badly it deflates."""
-    deflate = zlib.compressobj(DEFLATE_LEVEL)
-    for part in parts:
-        part = memoryview(part).cast("B")
-        for at in range(0, len(part), STEP):
-            chunk = deflate.compress(part[at:at + STEP])  # zlib releases the GIL while it works
-            if chunk:
-                yield chunk
-    chunk = deflate.flush()
-    if chunk:
-        yield chunk
-
-
 def head(position: int, code_bits: float, recent: np.ndarray) -> bytes:
-    """The header and statistics of a version 3 snapshot at ``position``; the learner's parts, deflated
-    (:func:`deflated`), follow."""
+    """The header and statistics of a snapshot at ``position``; the learner follows, as
+    :func:`~.sparse.encoded` gives it."""
     # the recent code lengths as raw float64: as JSON numbers they took about 4 ms with the GIL held
     info = json.dumps({"code_bits": code_bits, "recent": len(recent)}).encode()
     extra = _STATS_HEAD.pack(len(info)) + info + recent.astype("<f8").tobytes()
@@ -83,7 +61,7 @@ def read(snap: Path, recent_length: int, max_learner_bytes: int | None = None
     """A snapshot of any version: its position, cumulative code length, the ``recent_length`` recent code
     lengths, and the learner.  ValueError naming the file when it is cut short, damaged, of another version,
     or when its learner would inflate past ``max_learner_bytes``.  Version 3 is read and inflated a piece at
-    a time, straight into the learner's arrays: the file is never in memory whole."""
+    a time, straight into the learner's arrays (versions 3 and 4): the file is never in memory whole."""
     with open(snap, "rb") as f:
         head = f.read(_SNAP_HEAD.size)
         if len(head) < _SNAP_HEAD.size:
@@ -98,69 +76,19 @@ def read(snap: Path, recent_length: int, max_learner_bytes: int | None = None
         if len(stats) < size or zlib.crc32(stats, position) != crc:
             raise ValueError(f"{snap}: not a seqd stream snapshot, or damaged")
         code_bits, recent = _read_statistics(magic, stats, snap, recent_length)
-        if magic != SNAPSHOT_MAGIC:
+        if magic in (SNAPSHOT_MAGIC_V1, SNAPSHOT_MAGIC_V2):
             return position, code_bits, recent, OnlineLearner.from_bytes(f.read())
-        inflater = _Inflater(f, max_learner_bytes)
         try:
-            config, state = from_stream(inflater.read_into, inflater.read, max_learner_bytes)
+            learner = (SparseReader(f, max_learner_bytes) if magic == SNAPSHOT_MAGIC
+                       else Inflater(f, max_learner_bytes))
+            config, state = from_stream(learner.read_into, learner.read, max_learner_bytes)
+            if not learner.finished:
+                raise ValueError("its learner is cut short, or followed by other bytes")
         except zlib.error as exc:
             raise ValueError(f"{snap}: its learner is damaged ({exc})") from None
         except ValueError as exc:
             raise ValueError(f"{snap}: {exc}") from None
-        if not inflater.finished:
-            raise ValueError(f"{snap}: its learner is cut short, or followed by other bytes")
     return position, code_bits, recent, OnlineLearner(config, _state=state)
-
-
-class _Inflater:
-    """A deflated learner read from a file in pieces (:func:`~seqd.core.online.snapshot.from_stream`): each
-    array is inflated straight into its place, :data:`STEP` bytes at a time, so waking a learner holds neither the
-    file nor a second copy of the learner; at most ``bound`` bytes come out (a damaged or hostile file cannot
-    take more)."""
-
-    STEP = STEP  # bytes out per call
-    IN_STEP = 1 << 16  # bytes in per call: zlib hands back the input it did not use as a copy
-
-    def __init__(self, file, bound: int | None):
-        self._inflate = zlib.decompressobj()
-        self._file = file
-        self._ended = False  # the file has nothing more
-        self._tail = b""
-        self._left = bound if bound is not None else 1 << 62
-
-    def read_into(self, buffer: memoryview) -> int:
-        got = 0
-        while got < len(buffer):
-            chunk = self.read(min(self.STEP, len(buffer) - got))
-            if not chunk:
-                break
-            buffer[got:got + len(chunk)] = chunk
-            got += len(chunk)
-        return got
-
-    def read(self, n: int) -> bytes:
-        if n > self._left:
-            raise ValueError("its learner inflates past what its configuration holds")
-        pieces = []
-        while n > 0 and not self._inflate.eof:
-            if not self._tail:
-                self._tail = self._file.read(self.IN_STEP)
-                if not self._tail:
-                    self._ended = True
-                    break  # the input ends before the stream does: cut short
-            chunk = self._inflate.decompress(self._tail, n)  # zlib releases the GIL while it works
-            self._tail = self._inflate.unconsumed_tail
-            if chunk:
-                pieces.append(chunk)
-                n -= len(chunk)
-                self._left -= len(chunk)
-        return b"".join(pieces)
-
-    @property
-    def finished(self) -> bool:
-        """The stream ended, and nothing follows it."""
-        return (self._inflate.eof and not self._tail and not self._inflate.unused_data
-                and (self._ended or not self._file.read(1)))
 
 
 def _read_statistics(magic: bytes, stats: bytes, snap: Path, recent_length: int) -> tuple[float, np.ndarray]:
@@ -184,7 +112,7 @@ def _read_statistics(magic: bytes, stats: bytes, snap: Path, recent_length: int)
 
 def write_durably(path: Path, *parts) -> Path:
     """Write the buffers one after the other to a new file at ``path``, and fsync it.  A part may also be an
-    iterable of buffers (:func:`deflated`'s pieces), written as they come."""
+    iterable of buffers (:func:`~.sparse.encoded`'s pieces), written as they come."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, wal.PRIVATE_FILE)
     try:
         offset = 0

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..core.online import OnlineConfig, OnlineLearner
 from ..core.online.state import state_nbytes
-from . import lifecycle, snapshot_file, wal
+from . import lifecycle, snapshot_file, sparse, wal
 from .budget import STREAM_BYTES, MemoryBudget, return_freed_memory
 from .models import config_dict
 from .lifecycle import State
@@ -414,11 +414,11 @@ class Stream:
             return self.slept_at
         head = snapshot_file.head(position, self.code_bits, self._recent)
         path = self.directory / "snapshot"
-        # The long part, outside the lock; the learner's arrays are deflated and written without the GIL.
+        # The long part, outside the lock (zlib deflates and the file is written without the GIL).
         # A name of its own: should the stream be dropped and its name created again meanwhile, this file
         # lands in the new stream's folder, where it must not meet that stream's own snapshot being written.
         tmp = snapshot_file.write_durably(path.with_name(f"snapshot.{uuid.uuid4().hex}.tmp"), head,
-                                          snapshot_file.deflated(self.learner.snapshot_parts()))
+                                          sparse.encoded(self.learner.snapshot_parts()))
         with self.io_lock:
             if self.dropped:
                 tmp.unlink(missing_ok=True)

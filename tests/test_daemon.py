@@ -3,6 +3,7 @@ bad input changes nothing; a full queue says busy; stop and restart (orderly or 
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import socket
@@ -26,7 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from seqd.clients import protocol as P
 from seqd.core.online import OnlineLearner
-from seqd.daemon import snapshot_file
+from seqd.daemon import snapshot_file, sparse
 from seqd.daemon import streams as streams_module
 from seqd.daemon.models import make_config
 
@@ -874,10 +875,11 @@ def test_a_stream_whose_log_failed_can_be_dropped(tmp_path, monkeypatch):
         call.close()
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_snapshots_of_earlier_versions_are_still_read(tmp_path, version):
-    """Version 3 deflates the learner; version 2 kept it as it is, and version 1 also had the recent code
-    lengths as JSON numbers (slow to write with the GIL held); a daemon restores any of them, to the same
+    """Version 4 stores the learner's non-zero words; version 3 deflated it whole, version 2 kept it as it is,
+    and version 1 also had the recent code lengths as JSON numbers (slow to write with the GIL held); a
+    daemon restores any of them, to the same
     statistics and the same learner."""
     import json
     import struct
@@ -887,10 +889,14 @@ def test_snapshots_of_earlier_versions_are_still_read(tmp_path, version):
     data = snap.read_bytes()
     head = struct.Struct("<8sQII")
     magic, position, size, crc = head.unpack_from(data)
-    assert magic == b"SEQDSNP\x03"
+    assert magic == b"SEQDSNP\x04"
     stats = data[head.size:head.size + size]
-    learner = zlib.decompress(data[head.size + size:])
-    if version == 2:
+    words = sparse.SparseReader(io.BytesIO(data[head.size + size:]), None)
+    learner = words.read(words.size)
+    assert words.finished and len(learner) == words.size
+    if version == 3:
+        snap.write_bytes(head.pack(b"SEQDSNP\x03", position, size, crc) + stats + zlib.compress(learner, 1))
+    elif version == 2:
         snap.write_bytes(head.pack(b"SEQDSNP\x02", position, size, crc) + stats + learner)
     else:
         (n,) = struct.unpack_from("<I", stats)
@@ -929,25 +935,31 @@ def test_a_snapshot_of_an_unknown_version_is_named_and_left_alone(tmp_path):
     _snapshotted_stream(tmp_path / "state", b"abcabc")
     snap = tmp_path / "state" / "streams" / "s" / "snapshot"
     data = bytearray(snap.read_bytes())
-    data[7] = 4  # SEQDSNP\x04, from a newer seqd
+    data[7] = 5  # SEQDSNP\x05, from a newer seqd
     snap.write_bytes(bytes(data))
     with ThreadServer(tmp_path / "state") as srv:
         call = Caller(srv.api)
         reply = call("stats", stream="s")
-        assert reply.code == P.INTERNAL and "version 4" in reply.message and "reads versions 1, 2 and 3" in reply.message
+        assert reply.code == P.INTERNAL and "version 5" in reply.message and "reads versions 1, 2, 3 and 4" in reply.message
         call.close()
     assert snap.read_bytes() == bytes(data)  # left as it is
 
 
-def _with_learner(tmp_path, payload: bytes) -> None:
-    """A stream's snapshot written, then its learner replaced by ``payload`` (its header and statistics kept)."""
+def _with_learner(tmp_path, payload: bytes, version: int = 4) -> None:
+    """A stream's snapshot written, then its learner replaced by ``payload`` (its statistics kept), under the
+    header of snapshot format ``version`` (4: the learner's non-zero words; 3: the learner deflated whole)."""
     import struct
     _snapshotted_stream(tmp_path / "state", text(1000))
     snap = tmp_path / "state" / "streams" / "s" / "snapshot"
-    data = snap.read_bytes()
+    data = bytearray(snap.read_bytes())
     head = struct.Struct("<8sQII")
     _, _, size, _ = head.unpack_from(data)
-    snap.write_bytes(data[:head.size + size] + payload)
+    data[7] = version
+    snap.write_bytes(bytes(data[:head.size + size]) + payload)
+
+
+def _sparse(learner: bytes) -> bytes:
+    return b"".join(sparse.encoded([learner]))
 
 
 def _restore_refusal(tmp_path) -> str:
@@ -960,16 +972,19 @@ def _restore_refusal(tmp_path) -> str:
     return reply.message
 
 
-def test_a_snapshot_that_inflates_to_no_learner_is_refused_as_it_is_read(tmp_path):
+@pytest.mark.parametrize("version", [3, 4])
+def test_a_snapshot_that_inflates_to_no_learner_is_refused_as_it_is_read(tmp_path, version):
     import zlib
-    _with_learner(tmp_path, zlib.compress(bytes(1 << 28), 9))  # 256 MiB of zeros in a quarter of a megabyte
+    zeros = bytes(1 << 28) if version == 3 else bytes(1 << 20)  # (version 4 says its length first: it must fit)
+    _with_learner(tmp_path, zlib.compress(zeros, 9) if version == 3 else _sparse(zeros), version)
     assert "wrong magic" in _restore_refusal(tmp_path)  # refused as it is read: what it inflates to is no learner
 
 
-def test_a_snapshot_is_refused_before_its_arrays_are_allocated_when_they_exceed_its_configuration(tmp_path):
+@pytest.mark.parametrize("version", [3, 4])
+def test_a_snapshot_is_refused_before_its_arrays_are_allocated_when_they_exceed_its_configuration(tmp_path, version):
     import zlib
     # a learner of 32 units in the snapshot of a stream whose stream.json says 4: larger than it may be
-    big = OnlineLearner(make_config("bytes", dict(SMALL_BYTES, units=32)))
-    _with_learner(tmp_path, zlib.compress(big.to_bytes(), 1))
+    big = OnlineLearner(make_config("bytes", dict(SMALL_BYTES, units=32))).to_bytes()
+    _with_learner(tmp_path, zlib.compress(big, 1) if version == 3 else _sparse(big), version)
     message = _restore_refusal(tmp_path)
-    assert "more than its configuration holds" in message, message
+    assert "its configuration holds" in message, message
