@@ -6,6 +6,7 @@
     python bench/online.py where      # where the bits go by kind of byte, and each file's distance to paq8px
     python bench/online.py tasks   # seed 000's tasks streamed once (training, then validation): regret vs PPMd
     python bench/online.py cost    # where the time goes per symbol, and cost vs stream length
+    python bench/online.py lifelong  # seed 000's GLNN over the nine logs back to back, three times, vs fresh
 
 Results go to docs/benchmarks.md (``--no-write`` to only print).  One
 default configuration serves every file: ``OnlineConfig.bytes_default()``
@@ -518,15 +519,51 @@ def curves(args) -> str:
             "the whole file.")
 
 
+LIFELONG_PASSES = 3
+SATURATED = 3.0  # a unit whose potential passed +-3 in the window (|tanh| > 0.995) has next to no slope
+
+
+def _lifelong_row(label: str, bits: list[float], sizes: list[int], extra: list[str]) -> str:
+    mean = sum(bits) / sum(sizes)
+    return "| " + " | ".join([label, f"{mean:.4f}", *(f"{b / n:.3f}" for b, n in zip(bits, sizes)), *extra]) + " |"
+
+
+def lifelong(args) -> str:
+    """One pure GLNN (``OnlineConfig()``) streams the nine logs back to back, three times over, beside a fresh
+    learner for each file: whether a learner that keeps learning gets cheaper on content it has seen (the
+    long-memory issue's lifelong target: the third pass at least 20 % cheaper than the first)."""
+    files = log_files()
+    sizes = [f.stat().st_size for f in files]
+    names = [f.name.split("_")[0].split(".")[0] for f in files]
+    lines = ["| pass | bits/byte | " + " | ".join(names) + " | rejected windows | max \\|τ\\| | mean \\|τ\\| "
+             "| units saturated |", "|---|---:|" + "---:|" * len(files) + "---:|---:|---:|---:|"]
+    learner = OnlineLearner(OnlineConfig())
+    for n in range(1, LIFELONG_PASSES + 1):
+        bits = [float(learner.learn(f.read_bytes()).sum()) for f in files]
+        st, tau, V = learner.stats, learner.state.tau, learner.state.V
+        saturated = int((np.abs(V[:, 1:]) > SATURATED).any(axis=0).sum())
+        lines.append(_lifelong_row(str(n), bits, sizes, [f"{st['rejected_windows']:,} of {st['windows']:,}",
+                                                         f"{np.abs(tau).max():.1f}", f"{np.abs(tau).mean():.3f}",
+                                                         f"{saturated} of {V.shape[1] - 1}"]))
+        print(lines[-1], flush=True)
+    fresh = [float(OnlineLearner(OnlineConfig()).learn(f.read_bytes()).sum()) for f in files]
+    lines.append(_lifelong_row("fresh, one per file", fresh, sizes, ["", "", "", ""]))
+    lines += ["", f"Bits per byte of each pass of one learner over the nine logs back to back "
+                  f"({sum(sizes):,} bytes a pass), and of a fresh learner for each file; after each pass, the "
+                  "windows whose step was rejected so far, the transition weights' largest and mean magnitude, "
+                  f"and the units whose potential passed ±{SATURATED:g} in the last window (|tanh| > 0.995)."]
+    return "\n".join(lines)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=("logs", "ablations", "scales", "where", "tasks", "cost", "curves"))
+    p.add_argument("what", choices=("logs", "ablations", "scales", "where", "tasks", "cost", "curves", "lifelong"))
     p.add_argument("--no-write", action="store_true")
     p.add_argument("--jobs", type=int, default=1, help="ablation rows run at once (one core each)")
     args = p.parse_args()
     body = {"logs": logs, "ablations": ablations, "scales": scales, "where": where, "tasks": tasks_table,
-            "cost": cost, "curves": curves}[args.what](args)
-    config = OnlineConfig() if args.what in ("tasks", "cost") else BYTES
+            "cost": cost, "curves": curves, "lifelong": lifelong}[args.what](args)
+    config = OnlineConfig() if args.what in ("tasks", "cost", "lifelong") else BYTES
     text = f"Command: `{command_line('online.py')}`  \nMachine: {machine()}  \nConfiguration: `{config}`\n\n{body}\n"
     report(f"online_{args.what}", text, not args.no_write)
     return 0
