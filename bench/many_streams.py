@@ -10,11 +10,11 @@ Then Zipf-distributed traffic (``--requests``, exponent ``--zipf``): each
 request picks a stream by rank, publishes the next ``--batch`` bytes of its
 slice's continuation and waits until it is learned, or asks for a
 prediction.  Throughout, the daemon's resident memory is sampled from
-``/proc``, and its peak is held against the budget above the daemon's base:
-its memory with no stream, once a first stream has loaded the kernels
-(measured after a stream is created, fed and dropped); the latencies of predicts (answered from the views, whether the
-learner is in memory or not) and of publish-until-learned are measured
-client-side, and the wakes' durations are read from the daemon's
+``/proc``, and its peak is held against the budget above the daemon's
+base: its memory with no stream, once a first stream has loaded the
+kernels (measured after a stream is created, fed and dropped).  The
+latencies of predicts (answered from the views, whether the learner is in
+memory or not) and of publish-until-learned are measured client-side, and the wakes' durations are read from the daemon's
 ``seqd_wake_duration_seconds``.  At the end every stream's statistics are
 compared with an in-process learner fed the same bytes, and the idle cost
 (disk per stream, memory per hibernated stream) is reported.  Bounded by

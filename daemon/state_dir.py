@@ -79,7 +79,7 @@ class StateDirectory:
         """Remove the creations a crash interrupted, then open every stream's folder, ``threads`` at a
         time; returns each folder (sorted by name) with its stream, or with why it could not be opened.
 
-        Once the streams opened take ``budget`` bytes (their learners and :data:`~.streams.STREAM_BYTES`
+        Once the streams opened take ``budget`` bytes (their learners and :data:`~.budget.STREAM_BYTES`
         each), a stream whose snapshot holds its whole learner (its
         log has nothing after it) is served hibernated: its learner goes back to the snapshot it came from,
         so that a daemon of many streams starts within its memory, as it ran."""

@@ -67,11 +67,9 @@ class Stream:
         self.directory = directory
         self.learner: OnlineLearner | None = learner  # None while hibernated (:meth:`request_hibernation`)
         self.config = learner.config
-        # what leaves memory when it hibernates (the learner, the recent code lengths): resident_bytes(config)
-        self.learner_bytes = learner.state_bytes + RECENT_BYTES
+        self.learner_bytes = resident_bytes(self.config)  # what leaves memory when it hibernates
         self.budget = MemoryBudget()  # where its bytes are counted: the daemon's, once it serves the stream
-        self.budget.take(STREAM_BYTES + self.learner_bytes)
-        self.counted = True  # its STREAM_BYTES are counted (until it is gone)
+        self.budget.take(STREAM_BYTES + self.learner_bytes)  # STREAM_BYTES until it is gone (:meth:`forget`)
         self.holds_room = True  # they are counted: the learner is in memory, or a wake has taken its room
         self.last_active = time.monotonic()  # when a batch last came or was learned (the loop's LRU order)
         self.hibernation_pending = False  # a hibernation is queued (set by the loop, cleared by the worker)
@@ -129,10 +127,8 @@ class Stream:
         """Nothing refers to it any more (its drop is durable, or the limits refused its creation): what it
         held outside its learner leaves the budget."""
         with self.lock:
-            self._move(State.GONE)
-            if self.counted:
-                self.counted = False
-                self.budget.give(STREAM_BYTES)
+            self._move(State.GONE)  # once: nothing leaves GONE
+            self.budget.give(STREAM_BYTES)
 
     def unmake(self) -> None:
         """Created but refused before it was served (the limits): its files and its learner go, and nothing
@@ -164,7 +160,7 @@ class Stream:
         """From now on the stream's bytes are counted in ``budget`` (the daemon's :mod:`.budget`): its
         :data:`STREAM_BYTES`, and its learner's while it is in memory."""
         with self.lock:
-            held = (STREAM_BYTES if self.counted else 0) + (self.learner_bytes if self.holds_room else 0)
+            held = STREAM_BYTES + (self.learner_bytes if self.holds_room else 0)
             budget.take(held)
             self.budget.give(held)
             self.budget = budget
