@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from baselines import PEERS, held_out_files, log_files, table, weighted_mean  # noqa: E402
+from baselines import PEERS, held_out_files, kt_code_length_bits, log_files, table, weighted_mean  # noqa: E402
 from common import ROOT, command_line, machine, report  # noqa: E402
 
 import seqd  # noqa: E402
@@ -548,10 +548,26 @@ def lifelong(args) -> str:
         print(lines[-1], flush=True)
     fresh = [float(OnlineLearner(OnlineConfig()).learn(f.read_bytes()).sum()) for f in files]
     lines.append(_lifelong_row("fresh, one per file", fresh, sizes, ["", "", "", ""]))
+    kt = [kt_code_length_bits(f.read_bytes(), 3) for f in files]
+    lines.append(_lifelong_row("kt-o3, one per file", kt, sizes, ["", "", "", ""]))
     lines += ["", f"Bits per byte of each pass of one learner over the nine logs back to back "
-                  f"({sum(sizes):,} bytes a pass), and of a fresh learner for each file; after each pass, the "
+                  f"({sum(sizes):,} bytes a pass), of a fresh learner for each file, and of the adaptive order-3 "
+                  "count model (kt-o3, `bench/baselines.py`) on each file; after each pass, the "
                   "windows whose step was rejected so far, the transition weights' largest and mean magnitude, "
                   f"and the units whose potential passed ±{SATURATED:g} in the last window (|tanh| > 0.995)."]
+    held = held_out_files()
+    if held:
+        data = [f.read_bytes() for f in held]
+        glnn = [float(OnlineLearner(OnlineConfig()).learn(d).sum()) for d in data]
+        kt = [kt_code_length_bits(d, 3) for d in data]
+        n = sum(len(d) for d in data)
+        lines += ["", "The held-out logs (`bench/baselines.py`; they chose nothing), a fresh learner for each file:",
+                  "", "| model | bits/byte | " + " | ".join(str(f) for f in held) + " |",
+                  "|---|---:|" + "---:|" * len(held)]
+        for label, bits in (("seed 000's GLNN, `OnlineConfig()`", glnn), ("kt-o3", kt)):
+            lines.append(f"| {label} | {sum(bits) / n:.4f} | "
+                         + " | ".join(f"{b / len(d):.3f}" for b, d in zip(bits, data)) + " |")
+        print("\n".join(lines[-2:]), flush=True)
     return "\n".join(lines)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from seqd.core.online import OnlineConfig, OnlineLearner
-from seqd.core.online.config import SELECTED_STEPS
+from seqd.core.online.config import MODELS as PRESETS, SELECTED_STEPS
 
 from seqd import __version__
 
@@ -26,14 +26,15 @@ CHUNK = 1 << 16
 def configure(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Stream each file, byte by byte, through a fresh online learner (predict, then learn) and report "
-        "its prequential code length: bits per byte, total bits, throughput and memory. The defaults are "
-        "the byte-stream model (OnlineConfig.bytes_default(): a small GLNN plus context units and their mixer), the same for "
-        "every input; --context-orders '' --no-column-context --no-field-column-context --no-word-context "
-        "--no-indirect-context --no-number-context --match-min 0 --no-probability-maps --units 32 gives seed 000's "
-        "GLNN alone."
+        "its prequential code length: bits per byte, total bits, throughput and memory. The model is a preset, "
+        "the same for every input: 'bytes' (the default, OnlineConfig.bytes_default(): a small GLNN plus context "
+        "units and their mixer) or 'glnn' (seed 000's GLNN alone, OnlineConfig()), as a stream's in the daemon; "
+        "each setting below changes the preset's."
     )
     p.add_argument("files", nargs="+", metavar="FILE")
-    defaults = OnlineConfig.bytes_default()
+    p.add_argument("--preset", choices=tuple(PRESETS), default="bytes",
+                   help="the model the settings below change: bytes (default) or glnn")
+    defaults, glnn = OnlineConfig.bytes_default(), OnlineConfig()
     choices = {"model": ("glnn", "gnn"), "method": ("rbpm", "ruop", "qdrbpm", "qdruop"), "activation": ("tanh", "logistic"),
                "selected_step": SELECTED_STEPS}
     notes = {"transition_rate": "initial eta_tau; default 1/units", "window": "truncated BPTT window K",
@@ -46,14 +47,18 @@ def configure(p: argparse.ArgumentParser) -> None:
         value = getattr(defaults, field.name)
         kind = float if field.name == "transition_rate" else type(value)
         note = notes.get(field.name, "")
-        helptext = f"{note + '; ' if note else ''}default {value}"
+        shown = (lambda v: ",".join(map(str, v)) or "''") if isinstance(value, tuple) else str
+        other = getattr(glnn, field.name)
+        helptext = f"{note + '; ' if note else ''}default {shown(value)}" \
+            + (f" (glnn: {shown(other)})" if other != value else "")
+        # a setting not given is the preset's: the flags leave no attribute unless they are used
         if isinstance(value, bool):
-            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=value, help=helptext)
+            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=helptext)
         elif isinstance(value, tuple):
-            p.add_argument(flag, type=_int_tuple, default=value, metavar="K,K,...",
-                           help=f"comma-separated, '' for none; default {','.join(map(str, value))}")
+            p.add_argument(flag, type=_int_tuple, default=argparse.SUPPRESS, metavar="K,K,...",
+                           help=f"comma-separated, '' for none; {helptext}")
         else:
-            p.add_argument(flag, type=kind, default=value, choices=choices.get(field.name), help=helptext)
+            p.add_argument(flag, type=kind, default=argparse.SUPPRESS, choices=choices.get(field.name), help=helptext)
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--curve", type=Path, metavar="FILE.png|.svg|.csv",
                    help="write the learning curves: bits per byte along each file (a picture needs Matplotlib: "
@@ -72,7 +77,7 @@ def _int_tuple(text: str) -> tuple[int, ...]:
 
 def _config(args) -> OnlineConfig:
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(OnlineConfig) if hasattr(args, f.name)}
-    return OnlineConfig(alphabet_cap=256, **values)
+    return PRESETS[args.preset](**{"alphabet_cap": 256, **values})
 
 
 def evaluate_file(path: Path, config: OnlineConfig, progress=None, curve: bool = False) -> dict:

@@ -80,7 +80,7 @@ CHOICES = {
 }
 BOOLS = ("column_context", "word_context", "field_column_context", "indirect_context", "selected_weights",
          "field_selected_weights", "number_context", "order2_selected_weights", "unit_selected_weights",
-         "probability_maps")
+         "probability_maps", "transition_prior")
 NULLABLE = ("transition_rate",)
 META_KEYS = {"preset": str, "config": dict, "block_size": int, "build": str}
 REQUIRED_META = ("preset", "config", "block_size")
@@ -130,7 +130,7 @@ def check_settings(settings: dict) -> OnlineConfig:
         if key not in names:
             raise ValueError(f"unknown setting {str(key)[:40]!r}")
         _check_setting(key, value)
-    return OnlineConfig(**settings)
+    return OnlineConfig.from_settings(settings)
 
 
 def _check_setting(key: str, value) -> None:

@@ -14,11 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..core.online import OnlineConfig
-
-PRESETS = {
-    "bytes": OnlineConfig.bytes_default,  # a small GLNN plus context units: logs, text, bytes
-    "glnn": OnlineConfig,  # seed 000's GLNN alone
-}
+from ..core.online.config import MODELS as PRESETS
 
 
 # Earlier versions of a preset, for streams an older seqd created with it: such a stream keeps its model, and

@@ -459,7 +459,7 @@ class Stream:
         for leftover in [*directory.glob("snapshot.*.tmp"), directory / "snapshot.tmp"]:  # cut short by a crash
             leftover.unlink(missing_ok=True)  # or a drop (``snapshot.tmp``: the name earlier versions used)
         meta = json.loads((directory / "stream.json").read_text())
-        config = OnlineConfig(**meta["config"])
+        config = OnlineConfig.from_settings(meta["config"])
         position, code_bits, recent, learner = 0, 0.0, None, None
         snap = directory / "snapshot"
         if snap.exists():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -52,13 +53,16 @@ def test_eval_reports_the_learners_code_length(tmp_path, capsys):
     assert result["bytes"] == len(data)
     assert result["bits"] == pytest.approx(float(np.sum(expected)), rel=1e-12)
     assert out["config"]["units"] == 6 and out["overall"]["bits_per_byte"] < 8
-    # seed 000's GLNN alone, through the flags that switch the context units and the probability maps off
-    assert main(["eval", str(path), "--units", "6", "--context-orders", "", "--no-column-context",
-                 "--no-field-column-context", "--no-word-context", "--no-indirect-context", "--no-number-context",
-                 "--match-min", "0", "--no-probability-maps",
-                 "--json"]) == 0
+    # seed 000's GLNN alone: its preset, a setting changed
+    assert main(["eval", str(path), "--preset", "glnn", "--units", "6", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     expected = OnlineLearner(OnlineConfig(units=6, alphabet_cap=256)).learn(data)
+    assert out["files"][0]["bits"] == pytest.approx(float(np.sum(expected)), rel=1e-12)
+    assert out["config"] == json.loads(json.dumps(dataclasses.asdict(OnlineConfig(units=6, alphabet_cap=256))))
+    # and a flag that switches a preset's setting off: the byte model without its probability maps
+    assert main(["eval", str(path), "--no-probability-maps", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    expected = OnlineLearner(OnlineConfig.bytes_default(probability_maps=False)).learn(data)
     assert out["files"][0]["bits"] == pytest.approx(float(np.sum(expected)), rel=1e-12)
 
 

@@ -244,14 +244,19 @@ def _act(v, activation):
     return np.tanh(v) if activation == "tanh" else 1.0 / (1.0 + np.exp(-v))
 
 
-def _window_problem(seed, method, model="glnn", activation="tanh", escape=False):
-    """An OnlineState with a filled window of K+1 read codes, perturbed off its initial point."""
+def _window_problem(seed, method, model="glnn", activation="tanh", escape=False, prior=True):
+    """An OnlineState with a filled window of K+1 read codes, perturbed off its initial point.
+
+    The initial transition weights, as the symbols joined, are ``st.saved_tau`` (a work array, written only by
+    a tried step)."""
     cfg = OnlineConfig(units=5, degree=3, alphabet_cap=6, window=K_WIN, method=method, model=model,
-                       activation=activation, metric_discount=1.0 / 8, metric_prior=0.5, seed=seed)
+                       activation=activation, metric_discount=1.0 / 8, metric_prior=0.5, seed=seed,
+                       transition_prior=prior)
     st = new_state(cfg)
     hyper, flags = cfg.hyper(), cfg.flags()
     codes = [activate_symbol(st, hyper, flags, s) for s in SYMBOLS_WIN]
     assert codes == list(range(1, len(SYMBOLS_WIN) + 1))
+    st.saved_tau[...] = st.tau
     width = len(codes) + 1
     N1, D = st.inputs.shape
     rng = np.random.default_rng(100 + seed)
@@ -305,12 +310,29 @@ WINDOW_CASES = [
 ]
 
 
+def _prior_gradient(cfg, st, tau0):
+    """The transition prior's part of the window's gradient, from the definition: each contribution (a
+    transition of the window reading block (y, j)) renews gamma lambda of the prior (lambda / 2)|tau - tau0|^2,
+    whose gradient it adds."""
+    out = np.zeros_like(st.tau)
+    if not cfg.transition_prior:
+        return out
+    for k in range(cfg.window):
+        y = st.x[k]
+        out[y, 1:] -= cfg.metric_discount * cfg.metric_prior * (st.tau[y, 1:] - tau0[y, 1:])
+    return out
+
+
 @pytest.mark.parametrize("model,activation", WINDOW_CASES)
 @pytest.mark.parametrize("method", ["rbpm", "ruop", "qdrbpm"])
 @pytest.mark.parametrize("escape", [False, True], ids=["plain", "escape-target"])
-def test_window_gradient_equals_batch_gradient(model, activation, method, escape):
-    cfg, st, hyper, flags, width = _window_problem(1, method, model, activation, escape)
+@pytest.mark.parametrize("prior", [True, False], ids=["prior", "damping-only"])
+def test_window_gradient_equals_batch_gradient(model, activation, method, escape, prior):
+    cfg, st, hyper, flags, width = _window_problem(1, method, model, activation, escape, prior)
+    tau0 = st.saved_tau.copy()
     V, a, pi, B, m, G, loglik = _batch_window(cfg, st, hyper, flags, width)
+    G = G + _prior_gradient(cfg, st, tau0)
+    assert prior == np.any(_prior_gradient(cfg, st, tau0) != 0.0)
     K = cfg.window
     close(st.V, V)  # the window's states are the batch forward pass's
     close(st.a, a)
@@ -478,6 +500,21 @@ def test_snapshot_parts_are_the_format_built_independently_and_views_of_the_stat
             assert arr.nbytes == 0 or np.shares_memory(np.frombuffer(part, dtype=np.uint8), arr)
 
 
+def test_a_snapshot_without_the_transition_prior_setting_is_a_learner_of_seqd_0_9_and_continues_exactly():
+    """seqd 0.9 wrote no ``transition_prior``: its learners had only the prior's mass, and a snapshot it wrote
+    restores as such (``OnlineConfig.from_settings``), not with today's default."""
+    cfg = OnlineConfig(units=4, degree=2, alphabet_cap=8, window=3, metric_prior=1.0, transition_prior=False)
+    x = np.random.default_rng(3).integers(0, 8, 600)
+    learner = OnlineLearner(cfg)
+    learner.learn(x[:300])
+    restored = OnlineLearner.from_bytes(_snapshot_built_here(learner, without_settings=("transition_prior",)))
+    assert restored.config == cfg
+    assert np.array_equal(restored.learn(x[300:]), learner.learn(x[300:]))
+    # and today's default learns differently on the same symbols: the setting is not ignored
+    assert not np.array_equal(OnlineLearner(dataclasses.replace(cfg, transition_prior=True)).learn(x),
+                              OnlineLearner(cfg).learn(x))
+
+
 MIXER_SETTINGS = ("selected_weights", "selected_prior", "selected_step", "selected_rate", "selected_discount")
 
 
@@ -598,7 +635,9 @@ def test_filling_the_alphabet_mid_window_is_not_a_numerical_failure():
 
 def test_a_rejected_window_leaves_the_weights_exactly_as_they_were():
     rng = np.random.default_rng(5)
-    learner = OnlineLearner(OnlineConfig(units=6, alphabet_cap=8, window=4, transition_rate=1.0))
+    # steps four times the Newton step of the metric, so that some windows reject theirs
+    learner = OnlineLearner(OnlineConfig(units=6, alphabet_cap=8, window=4, transition_rate=4.0,
+                                         max_transition_rate=4.0))
     x = rng.integers(0, 8, 4000)
     rejected = 0
     for t in range(len(x)):

@@ -36,17 +36,31 @@ def unit_uniform(seed, j, y):
 
 
 @kernel
+def initial_transition(hyper, flags, j, symbol):
+    """(self-loop, bias) of unit j's block for ``symbol`` when the symbol joins the model (eqs. 31-33), in the
+    coordinates of the learner's activation; its other transition weights start at 0.
+
+    Online the symbol frequencies of eq. (32) are unknown, so the reading
+    rates u_jy are centred on their expectation 1/2 instead.  The GNN takes
+    the RNN principle of eq. (69) (self-loop 1 - 1/j, reading rate
+    (u - 1/2)/2 x input_scale).  Logistic units get the same network through
+    the affine map of model.reparametrize.
+    """
+    u = unit_uniform(flags[F.symbol_seed], j, symbol) - 0.5
+    self_loop, bias = unit_transition(hyper[H.leak], j, u, hyper[H.input_scale])
+    if flags[F.activation_code] == 1:  # tanh -> logistic coordinates (model.reparametrize)
+        self_loop, bias = logistic_transition(self_loop, bias)
+    return self_loop, bias
+
+
+@kernel
 def activate_symbol(st, hyper, flags, symbol):
     """Give ``symbol`` the next internal code and initialise its parameters; returns the code.
 
     Writing weights: the new code starts with the escape's bias less the log of
     the number of symbols still unseen, so it takes its share of the escape's
     mass.  Transition weights per seed 000 Appendix A (eqs. 31-33): tau_jj = -1/2,
-    tau_0j = beta_j + input_scale * mu_j/4 * (u_jy - 1/2).  Online the symbol
-    frequencies of eq. (32) are unknown, so the reading rates u_jy are centred
-    on their expectation 1/2 instead.  The GNN takes the RNN principle of eq. (69)
-    (self-loop 1 - 1/j, reading rate (u - 1/2)/2 x input_scale).  Logistic
-    units get the same network through the affine map of model.reparametrize.
+    tau_0j = beta_j + input_scale * mu_j/4 * (u_jy - 1/2) (``initial_transition``).
     """
     N1, D = st.inputs.shape
     cap = flags[F.alphabet_cap]
@@ -70,15 +84,9 @@ def activate_symbol(st, hyper, flags, symbol):
         st.ctx_updated[code] = 0
     for k in range(st.pi.shape[0]):
         st.pi[k, code] = 0.0
-    leak = hyper[H.leak]
-    scale = hyper[H.input_scale]
-    logistic = flags[F.activation_code] == 1
     lam = hyper[H.metric_prior]
     for j in range(1, N1):
-        u = unit_uniform(flags[F.symbol_seed], j, symbol) - 0.5
-        self_loop, bias = unit_transition(leak, j, u, scale)
-        if logistic:  # tanh -> logistic coordinates (model.reparametrize)
-            self_loop, bias = logistic_transition(self_loop, bias)
+        self_loop, bias = initial_transition(hyper, flags, j, symbol)
         for k in range(D):
             st.tau[code, j, k] = 0.0
         st.tau[code, j, 1] = self_loop

@@ -62,6 +62,7 @@ FLAGS = (
     "order2_selected_weights",
     "unit_set_units",
     "probability_maps",
+    "transition_prior",
 )
 
 
@@ -69,6 +70,10 @@ def positions(name: str, names: tuple[str, ...]):
     """A named tuple whose field ``n`` is the position of ``n`` in ``names``."""
     return namedtuple(name, names)(*range(len(names)))
 
+
+# settings an earlier seqd did not write, and what it did instead: a snapshot, stream.json or header without
+# one of them means this value (``OnlineConfig.from_settings``)
+UNWRITTEN = {"transition_prior": False}
 
 H = positions("HyperPositions", HYPER)  # hyper[H.writing_discount] is gamma_w
 F = positions("FlagPositions", FLAGS)  # flags[F.window] is K
@@ -94,7 +99,11 @@ class OnlineConfig:
     writing_prior: float = 1.0  # prior mass kept in every writing Hessian diagonal
     writing_rate: float = 1.0  # eta_w (the quasi-diagonal Newton step is self-scaled)
     metric_discount: float = 1.0 / 1024  # gamma_tau per contribution to a metric block
-    metric_prior: float = 1.0  # prior mass kept in every metric block's diagonal
+    # lambda_tau: a Gaussian prior (lambda_tau / 2)|tau - tau^0|^2 on each metric block's transition weights, centred
+    # on their initial values (eqs. 31-33); its mass is kept in the block's metric, and its pull in the block's
+    # gradient when transition_prior is on (docs/online.md, "Per window of K symbols")
+    metric_prior: float = 4.0
+    transition_prior: bool = True  # off: the prior's mass only (a damping), as seqd 0.9 and earlier had
     transition_rate: float | None = None  # initial eta_tau; None: 1/N as in seed 000
     max_transition_rate: float = 1.0  # eta_tau <= 1: never beyond the Newton step of the discounted metric
     rate_growth: float = 1.1
@@ -139,9 +148,16 @@ class OnlineConfig:
                         field_column_context=True, word_context=True, indirect_context=True, match_min=6,
                         selected_weights=True, field_selected_weights=True, number_context=True,
                         order2_selected_weights=True, field_selecting_fields=16, field_selecting_positions=8,
-                        unit_selected_weights=True, probability_maps=True)
+                        unit_selected_weights=True, probability_maps=True,
+                        metric_prior=1.0, transition_prior=False)  # its 4 units as seqd 0.9 had them (bytes-9)
         settings.update(overrides)
         return cls(**settings)
+
+    @classmethod
+    def from_settings(cls, settings: dict) -> "OnlineConfig":
+        """The configuration stored ``settings`` name; one an earlier seqd did not write takes the value that
+        seqd used (:data:`UNWRITTEN`), so a stream or file it made keeps its model."""
+        return cls(**{**UNWRITTEN, **settings})
 
     def __post_init__(self):
         object.__setattr__(self, "context_orders", tuple(int(k) for k in self.context_orders))
@@ -283,3 +299,10 @@ class OnlineConfig:
     def flags(self) -> np.ndarray:
         """The integer settings the kernels read, in the order of :data:`FLAGS` (read as ``flags[F.<name>]``)."""
         return np.array([int(getattr(self, name)) for name in FLAGS], dtype=np.int64)
+
+
+# the named models a stream (the daemon's ``create``) and ``seqd eval`` start from, each setting changeable
+MODELS = {
+    "bytes": OnlineConfig.bytes_default,  # a small GLNN plus context units: logs, text, bytes
+    "glnn": OnlineConfig,  # seed 000's GLNN alone
+}

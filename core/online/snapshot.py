@@ -161,7 +161,7 @@ def _description(text: bytes) -> tuple[dict, OnlineConfig]:
     """A snapshot's JSON description and the configuration it names."""
     try:
         meta = json.loads(text)
-        return meta, OnlineConfig(**meta["config"])
+        return meta, OnlineConfig.from_settings(meta["config"])
     except (ValueError, TypeError, KeyError) as exc:
         raise ValueError(f"learner snapshot header is invalid: {exc}") from None
 

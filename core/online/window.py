@@ -5,8 +5,9 @@ transitions and K outputs after them (the last transition sees the next
 output's loss).  Each transition contributes to its (unit, symbol) block the
 gradient a_in B_j^{t+1} (eq. 25) and the metric term u u^T with
 u = a_in sqrt(m_j^{t+1}) (eq. 26); the blocks' inverse discounted metrics are
-updated by Sherman-Morrison (``metric_blocks``, seed 004 §1.3), and the step
-P G is tried: the window is replayed with the trial weights and the step is
+updated by Sherman-Morrison (``metric_blocks``, seed 004 §1.3); the prior on
+tau whose mass the blocks hold adds its pull to the gradient (``prior_pull``);
+and the step P G is tried: the window is replayed with the trial weights and the step is
 kept (eta_tau x 1.1) only if the window's log-likelihood did not go down,
 else undone (eta_tau / 2); seed 000 §2's rule, per window.
 """
@@ -20,6 +21,7 @@ from ..kernels.backward import Backprop, Scored, backward
 from ..kernels.elementary import log_of
 from ..kernels.forward import evolve_into, softmax_offset_into
 from .config import F, H
+from .alphabet import initial_transition
 from .metric_blocks import block_step, metric_contribution
 from .state import ETA_TAU, NONFINITE, REJECTED, WINDOW_GAIN, WINDOWS, network
 
@@ -96,7 +98,41 @@ def window_gradient(st, hyper, flags, width):
             metric_contribution(st.metric[code, j], u, mj, hyper[H.metric_discount], hyper[H.metric_prior],
                                 st.block_updates[code, j], qd, work)
             st.block_updates[code, j] += 1
+    if flags[F.transition_prior] == 1:
+        prior_pull(st, hyper, flags, n_touched)
     return before, n_touched
+
+
+@kernel
+def prior_pull(st, hyper, flags, n_touched):
+    """The transition prior's part of the gradient of each block the window read.
+
+    Block (y, j) holds the prior (lambda_tau / 2)|tau - tau^0|^2, tau^0 its
+    initial weights (eqs. 31-33), renewed at the rate its metric is
+    discounted: each contribution adds gamma_tau lambda_tau of mass to the
+    metric (``metric_contribution``) and, here, -gamma_tau lambda_tau
+    (tau - tau^0) to the gradient, so a block that received n contributions
+    in the window is pulled by -n gamma_tau lambda_tau (tau - tau^0).  The
+    step M^-1 G is then a MAP step, as the writing layer's is with its own
+    prior (``writing.py``).
+    """
+    K = flags[F.window]
+    N1, D = st.inputs.shape
+    rate = hyper[H.metric_discount] * hyper[H.metric_prior]
+    for q in range(n_touched):
+        code = st.touched[q]
+        n = 0
+        for k in range(K):
+            if st.x[k] == code:
+                n += 1
+        pull = n * rate
+        symbol = st.symbol_of[code]
+        for j in range(1, N1):
+            self_loop, bias = initial_transition(hyper, flags, j, symbol)
+            st.G[code, j, 0] -= pull * (st.tau[code, j, 0] - bias)
+            st.G[code, j, 1] -= pull * (st.tau[code, j, 1] - self_loop)
+            for r in range(2, D):
+                st.G[code, j, r] -= pull * st.tau[code, j, r]
 
 
 @kernel
