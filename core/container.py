@@ -62,6 +62,7 @@ PRESETS = {
         "field_selecting_fields": 1, "field_selecting_positions": 4,  # the field set's rows of bytes-5 to bytes-7
         "unit_selected_weights": False, "probability_maps": False,  # nor the unit set and the probability maps
         "transition_prior": False,  # nor the pull of the metric prior on the units' transition weights
+        "writing_evidence_floor": 1.0,  # its writing sums were discounted by the clock
     },
 }
 PRESETS["bytes-2"] = {**PRESETS["bytes-1"], "numerics": "ieee"}  # bytes-1 with seqd's own exp/log/tanh

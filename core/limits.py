@@ -61,6 +61,7 @@ FLOAT_BOUNDS = {
     "writing_rate": (2.0 ** -20, 2.0 ** 4),
     "metric_discount": (2.0 ** -30, 0.5),
     "metric_prior": (2.0 ** -20, 2.0 ** 20),
+    "writing_evidence_floor": (0.0, 1.0),
     "transition_rate": (2.0 ** -30, 2.0 ** 4),  # or null: 1/N
     "max_transition_rate": (2.0 ** -30, 2.0 ** 4),
     "rate_growth": (1.0, 16.0),

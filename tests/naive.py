@@ -405,7 +405,7 @@ def quasi_diagonal_step(W, h0, hd, damping):
     return out
 
 
-def online_writing_step(w, h0, hd, a, pi, target, first, width, discount, prior, eta, err=None):
+def online_writing_step(w, h0, hd, a, pi, target, first, width, discount, prior, eta, err=None, floor=1.0):
     """One symbol's online step on the writing weights, from the dense discounted Fisher matrix of each symbol.
 
     Online, the sums of eqs. (17)-(19) over the sequence become discounted
@@ -424,6 +424,9 @@ def online_writing_step(w, h0, hd, a, pi, target, first, width, discount, prior,
     replaces 1_{target = y} - pi(y): the error the context weights' step left
     (:func:`context_block_update`).
 
+    Each symbol's gamma is ``discount`` times max(4 pi(y) (1 - pi(y)), ``floor``):
+    discounted by the evidence, no slower than ``floor`` times the clock.
+
     Returns new (w, h0, hd); columns outside ``[first, width)`` are unchanged.
     """
     w, h0, hd = (np.array(arr, dtype=np.float64, copy=True) for arr in (w, h0, hd))
@@ -434,8 +437,9 @@ def online_writing_step(w, h0, hd, a, pi, target, first, width, discount, prior,
     for y in range(first, width):
         H = np.diag(hd[:, y])
         H[0, 1:] = H[1:, 0] = h0[1:, y]
-        H = (1.0 - discount) * H + discount * prior * np.eye(N1) + pi[y] * (1.0 - pi[y]) * np.outer(a, a)
-        W = err[y] * a - discount * prior * w[:, y]
+        gamma = discount * max(4.0 * pi[y] * (1.0 - pi[y]), floor)
+        H = (1.0 - gamma) * H + gamma * prior * np.eye(N1) + pi[y] * (1.0 - pi[y]) * np.outer(a, a)
+        W = err[y] * a - gamma * prior * w[:, y]
         step = quasi_diagonal_step(W[:, None], H[0, :, None], np.diag(H)[:, None], np.zeros(1))[:, 0]
         w[:, y] += eta * step
         h0[1:, y] = H[0, 1:]

@@ -89,7 +89,8 @@ def test_writing_step_is_the_dense_discounted_newton_step(entry):
                     st.ctx_P[y], st.feat[:, y], pi[y] * (1.0 - pi[y]), err[y], st.ctx_w[:, y],
                     config.writing_discount, config.context_prior, config.context_weight, eta, st.ctx_updates[y])
             w, h0, hd = naive.online_writing_step(st.w, st.h0, st.hd, st.a[k], pi, target, first, width,
-                                                  config.writing_discount, config.writing_prior, eta, err)
+                                                  config.writing_discount, config.writing_prior, eta, err,
+                                                  config.writing_evidence_floor)
             with_state(writing_step, st, int(st.counts[SYMBOLS]), st.reals[ETA_W], hyper, flags, st.a[k], st.pi[k],
                        target, first, width)
             close(st.w, w)

@@ -44,6 +44,7 @@ HYPER = (
     "selected_prior",
     "selected_rate",
     "selected_discount",
+    "writing_evidence_floor",
 )
 # the integer settings the kernels read, in their order in ``OnlineConfig.flags()``
 FLAGS = (
@@ -73,7 +74,7 @@ def positions(name: str, names: tuple[str, ...]):
 
 # settings an earlier seqd did not write, and what it did instead: a snapshot, stream.json or header without
 # one of them means this value (``OnlineConfig.from_settings``)
-UNWRITTEN = {"transition_prior": False}
+UNWRITTEN = {"transition_prior": False, "writing_evidence_floor": 1.0}
 
 H = positions("HyperPositions", HYPER)  # hyper[H.writing_discount] is gamma_w
 F = positions("FlagPositions", FLAGS)  # flags[F.window] is K
@@ -97,6 +98,9 @@ class OnlineConfig:
     input_scale: float = 16.0  # multiplies the reading rates mu_j/4 of eq. (32)
     writing_discount: float = 1.0 / 4096  # gamma_w of the writing Hessian sums
     writing_prior: float = 1.0  # prior mass kept in every writing Hessian diagonal
+    # symbol y's writing sums are discounted at gamma_w * max(4 pi_y (1 - pi_y), floor) per symbol: by the evidence
+    # a prediction gives about y's weights, never slower than floor x the clock; 1: by the clock (seqd 0.9)
+    writing_evidence_floor: float = 0.25
     writing_rate: float = 1.0  # eta_w (the quasi-diagonal Newton step is self-scaled)
     metric_discount: float = 1.0 / 1024  # gamma_tau per contribution to a metric block
     # lambda_tau: a Gaussian prior (lambda_tau / 2)|tau - tau^0|^2 on each metric block's transition weights, centred
@@ -149,7 +153,8 @@ class OnlineConfig:
                         selected_weights=True, field_selected_weights=True, number_context=True,
                         order2_selected_weights=True, field_selecting_fields=16, field_selecting_positions=8,
                         unit_selected_weights=True, probability_maps=True,
-                        metric_prior=1.0, transition_prior=False)  # its 4 units as seqd 0.9 had them (bytes-9)
+                        metric_prior=1.0, transition_prior=False,  # its 4 units as seqd 0.9 had them (bytes-9)
+                        writing_evidence_floor=1.0)
         settings.update(overrides)
         return cls(**settings)
 
@@ -224,6 +229,9 @@ class OnlineConfig:
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0.0):
                 raise ValueError(f"{name} must be finite and > 0, got {v}")
+        if not 0.0 <= self.writing_evidence_floor <= 1.0:
+            raise ValueError(f"writing_evidence_floor must be in [0, 1] (1: discount by the clock), "
+                             f"got {self.writing_evidence_floor}")
         if not 0.0 < self.rate_shrink < 1.0:
             raise ValueError(f"rate_shrink must be in (0, 1), got {self.rate_shrink}")
         if not (math.isfinite(self.rate_growth) and self.rate_growth >= 1.0):

@@ -54,6 +54,15 @@ def writing_update(w, h0, hd, scratch, eta, hyper, a_t, first, width):
     followed a context would drive its weight to infinity (separable data),
     and a later surprise would cost without bound.
 
+    Symbol y's sums are discounted at gamma_y = gamma * max(4 c_y, floor),
+    c_y = pi_y (1 - pi_y) its curvature (``writing_evidence_floor``): old
+    evidence fades as fast as new evidence comes, so a symbol predicted with
+    certainty, or long absent, keeps what it learned (a line end that comes
+    every thousand symbols), and one at probability 1/2 forgets at the
+    clock's rate (4 = 1 / the largest curvature).  The floor bounds the
+    memory when the representation the weights read moves.  With floor 1 it
+    is the clock's discount for every symbol.
+
     ``scratch[0]`` and ``scratch[1]`` hold each symbol's curvature and error
     (``writing_step``).  With context units, their weights step first
     (``selected_writing_update``, then ``context_writing_update``) and leave
@@ -73,7 +82,14 @@ def writing_update(w, h0, hd, scratch, eta, hyper, a_t, first, width):
     h00 = scratch[2]
     bias = scratch[3]
     g0 = scratch[4]
+    floor = hyper[H.writing_evidence_floor]
+    clock = floor >= 1.0  # every symbol at the clock's discount: no per-symbol rate to compute
+    lam = hyper[H.writing_prior]
     for y in range(first, width):
+        if not clock:
+            gy = g * max(4.0 * curv[y], floor)
+            keep = 1.0 - gy
+            prior = gy * lam
         h = keep * hd[0, y] + prior + curv[y]
         hd[0, y] = h
         h00[y] = h
@@ -86,6 +102,10 @@ def writing_update(w, h0, hd, scratch, eta, hyper, a_t, first, width):
         hd_i = hd[i]
         for y in range(first, width):
             c = curv[y]
+            if not clock:
+                gy = g * max(4.0 * c, floor)
+                keep = 1.0 - gy
+                prior = gy * lam
             h0i = keep * h0_i[y] + c * ai
             hii = keep * hd_i[y] + prior + c * ai * ai
             h0_i[y] = h0i
