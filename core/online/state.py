@@ -29,6 +29,8 @@ from .tables import table_array
 
 # positions in the `reals` array (REALS of them) and in the `counts` array (COUNTS of them)
 REALS, COUNTS = 3, 6
+# rows of the `scratch` work array, and two more for the writing sums' per-symbol discount (writing.py)
+WORK_ROWS = 5
 ETA_TAU, ETA_W, WINDOW_GAIN = range(REALS)
 SYMBOLS, ACTIVE, WINDOW_POS, WINDOWS, REJECTED, NONFINITE = range(COUNTS)
 
@@ -60,7 +62,7 @@ class OnlineState(NamedTuple):
     m: np.ndarray  # (K+2, N+1) backpropagated moduli (work)
     G: np.ndarray  # (A+1, N+1, D) window gradient (work, zero between windows)
     step: np.ndarray  # (A+1, N+1, D) work: the window's step on touched blocks
-    scratch: np.ndarray  # (5, max(N+1, A+1, K+1, 2D)) work
+    scratch: np.ndarray  # (WORK_ROWS [+ 2 with writing_evidence_floor < 1], max(N+1, A+1, K+1, 2D)) work
     touched: np.ndarray  # (K+1,) int64 work: distinct codes read in the window
     trial_V: np.ndarray  # (K+2, N+1) work: the window replayed with trial weights
     trial_a: np.ndarray  # (K+2, N+1)
@@ -192,7 +194,7 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
         h0=(cols, f), hd=(cols, f), metric=((A + 1, N + 1, D, D), f), block_updates=((A + 1, N + 1), i),
         V=(window, f), a=(window, f), pi=((K + 1, A + 1), f), x=((K + 1,), i), targets=((K + 1,), i),
         B=(window, f), m=(window, f), G=(per_code, f), step=(per_code, f),
-        scratch=((5, max(N + 1, A + 1, K + 1, 2 * D)), f), touched=((K + 1,), i), trial_V=(window, f),
+        scratch=((WORK_ROWS + 2 * (config.writing_evidence_floor < 1.0), max(N + 1, A + 1, K + 1, 2 * D)), f), touched=((K + 1,), i), trial_V=(window, f),
         trial_a=(window, f), saved_tau=(per_code, f), reals=((REALS,), f), counts=((COUNTS,), i),
         ctx_kind=((S, 2), i), ctx_w=((S, A + 1), f), ctx_P=((A + 1, S, S), f),
         ctx_updates=((A + 1 if S else 0,), i), ctx_updated=((A + 1 if S else 0,), i), ctx_work=((4, 2 * S), f),

@@ -83,13 +83,19 @@ def writing_update(w, h0, hd, scratch, eta, hyper, a_t, first, width):
     bias = scratch[3]
     g0 = scratch[4]
     floor = hyper[H.writing_evidence_floor]
-    clock = floor >= 1.0  # every symbol at the clock's discount: no per-symbol rate to compute
-    lam = hyper[H.writing_prior]
-    for y in range(first, width):
-        if not clock:
+    evidence = floor < 1.0  # else every symbol at the clock's discount
+    keep_y = scratch[-2]  # with evidence, each symbol's keep and prior renewal: scratch's last two rows (state.py)
+    prior_y = scratch[-1]
+    if evidence:
+        lam = hyper[H.writing_prior]
+        for y in range(first, width):
             gy = g * max(4.0 * curv[y], floor)
-            keep = 1.0 - gy
-            prior = gy * lam
+            keep_y[y] = 1.0 - gy
+            prior_y[y] = gy * lam
+    for y in range(first, width):
+        if evidence:
+            keep = keep_y[y]
+            prior = prior_y[y]
         h = keep * hd[0, y] + prior + curv[y]
         hd[0, y] = h
         h00[y] = h
@@ -102,10 +108,9 @@ def writing_update(w, h0, hd, scratch, eta, hyper, a_t, first, width):
         hd_i = hd[i]
         for y in range(first, width):
             c = curv[y]
-            if not clock:
-                gy = g * max(4.0 * c, floor)
-                keep = 1.0 - gy
-                prior = gy * lam
+            if evidence:
+                keep = keep_y[y]
+                prior = prior_y[y]
             h0i = keep * h0_i[y] + c * ai
             hii = keep * hd_i[y] + prior + c * ai * ai
             h0_i[y] = h0i
