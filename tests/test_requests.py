@@ -45,9 +45,9 @@ class Daemon:
         except P.ProtocolError as exc:
             return Reply.failure(pending.request.id, exc.code, exc.message, exc.retry_after_ms)
 
-    def create(self, name: str, config=SMALL_BYTES) -> Stream:
+    def create(self, name: str, config=SMALL_BYTES, preset=None) -> Stream:
         """A create carried through: the namespace thread's work, then the registration."""
-        job = self("create", stream=name, config=config)
+        job = self("create", stream=name, config=config, **({"preset": preset} if preset else {}))
         assert isinstance(job, AwaitNamespace) and isinstance(job.job, CreateJob)
         stream = Stream.create(name, self.state.streams, job.job.config, fsync=False)
         pending, failure = self.requests.created(Created(name, stream))
@@ -226,6 +226,18 @@ def test_exist_ok_finds_a_stream_an_earlier_seqd_made_with_the_preset(daemon, ve
     assert daemon("create", stream="old", exist_ok=True, preset="glnn").code == P.STREAM_EXISTS
     assert daemon("create", stream="old", exist_ok=True, preset="bytes",
                   config={**SMALL_BYTES, "units": 6}).code == P.STREAM_EXISTS
+
+
+def test_exist_ok_finds_a_glnn_stream_an_earlier_seqd_made(daemon):
+    """seqd 0.10 and earlier made "glnn" streams with the prior's mass on tau only and the writing sums
+    discounted by the clock; such a stream is still that preset's, and keeps its model."""
+    before = {"metric_prior": 1.0, "transition_prior": False, "writing_evidence_floor": 1.0}
+    daemon.create("old", {"units": 4, **before}, preset="glnn")
+    again = daemon("create", stream="old", exist_ok=True, preset="glnn", config={"units": 4})
+    assert again.ok and again.result["created"] is False
+    assert {k: again.result["config"][k] for k in before} == before
+    assert daemon("create", stream="old", exist_ok=True, preset="glnn", config={"units": 6}).code == P.STREAM_EXISTS
+    assert daemon("create", stream="old", exist_ok=True, preset="bytes").code == P.STREAM_EXISTS
 
 
 def test_snapshot_requests_join_the_one_queued(daemon):
