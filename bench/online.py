@@ -273,7 +273,7 @@ def tasks_table(args) -> str:
     lines = ["| task | training stream | validation symbols | true model (bits) | seqd online regret (bits) "
              "| PPMd o16 regret (bits) | XOR error |", "|---|---|---:|---:|---:|---:|---:|"]
     runs = [("alphabet", None, {}), ("music", None, {}), ("anbn", None, {}), ("anbn", 200, {}),
-            ("xor", None, {"length": 20}), ("xor", 20000, {"length": 20})]
+            ("xor", None, {"length": 20}), ("xor", 20000, {"length": 20}), ("xor", 20000, {"length": 50})]
     for task, train_size, opts in runs:
         train = tasks.generate(task, np.random.default_rng([0, 0]), train_size, **opts)
         valid = tasks.generate(task, np.random.default_rng([0, 1]), None, **opts)
@@ -288,7 +288,8 @@ def tasks_table(args) -> str:
             ppmd_cell = "—"
         what = f"{len(train)} symbols" + ("" if train_size is None else f" ({train_size} {'blocks' if task == 'anbn' else 'lines'})")
         print(f"{task} {what}: regret {regret:.1f}", flush=True)
-        lines.append(f"| {task}{' T=20' if task == 'xor' else ''} | {what} | {len(valid)} | {-valid.true_log2_likelihood:.1f} | "
+        label = f"{task} T={opts['length']}" if task == "xor" else task
+        lines.append(f"| {label} | {what} | {len(valid)} | {-valid.true_log2_likelihood:.1f} | "
                      f"{regret:.1f} | {ppmd_cell} | {err} |")
     lines.append("")
     lines.append("One learner streams the training sequence once and then the validation sequence; the validation "
