@@ -37,7 +37,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     defaults, glnn = OnlineConfig.bytes_default(), OnlineConfig()
     choices = {"model": ("glnn", "gnn"), "method": ("rbpm", "ruop", "qdrbpm", "qdruop"), "activation": ("tanh", "logistic"),
                "selected_step": SELECTED_STEPS}
-    notes = {"transition_rate": "initial eta_tau; default 1/units", "window": "truncated BPTT window K",
+    notes = {"transition_rate": "initial eta_tau (None: 1/units)", "window": "truncated BPTT window K",
              "input_scale": "multiplies the reading rates of eq. 32", "units": "recurrent units N",
              "degree": "incoming units per unit, self-loop included"}
     for field in dataclasses.fields(OnlineConfig):

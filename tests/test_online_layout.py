@@ -10,7 +10,7 @@ from seqd.core.online.config import FLAGS, HYPER, F, H, OnlineConfig
 # every setting different from the others, so that a position read in the wrong place shows
 CONFIG = OnlineConfig(model="gnn", activation="logistic", method="qdruop", window=7, input_scale=3.0,
                       writing_discount=0.011, writing_prior=0.7, metric_discount=0.013, metric_prior=0.9,
-                      max_transition_rate=0.8, rate_growth=1.3, rate_shrink=0.4, context_weight=0.25,
+                      max_transition_rate=0.8, transition_rate=0.6, rate_growth=1.3, rate_shrink=0.4, context_weight=0.25,
                       context_prior=6.0, alphabet_cap=200, seed=-5, context_bits=12, count_limit=99, match_min=5)
 
 

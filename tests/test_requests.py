@@ -231,7 +231,7 @@ def test_exist_ok_finds_a_stream_an_earlier_seqd_made_with_the_preset(daemon, ve
 def test_exist_ok_finds_a_glnn_stream_an_earlier_seqd_made(daemon):
     """seqd 0.10 and earlier made "glnn" streams with the prior's mass on tau only and the writing sums
     discounted by the clock; such a stream is still that preset's, and keeps its model."""
-    before = {"metric_prior": 1.0, "transition_prior": False, "writing_evidence_floor": 1.0}
+    before = {"metric_prior": 1.0, "transition_prior": False, "writing_evidence_floor": 1.0, "transition_rate": None}
     daemon.create("old", {"units": 4, **before}, preset="glnn")
     again = daemon("create", stream="old", exist_ok=True, preset="glnn", config={"units": 4})
     assert again.ok and again.result["created"] is False

@@ -108,7 +108,9 @@ class OnlineConfig:
     # gradient when transition_prior is on (docs/online.md, "Per window of K symbols")
     metric_prior: float = 4.0
     transition_prior: bool = True  # off: the prior's mass only (a damping), as seqd 0.9 and earlier had
-    transition_rate: float | None = None  # initial eta_tau; None: 1/N as in seed 000
+    # initial eta_tau: 1, the full step, for seed 000's GLNN under its prior on tau; None: 1/N as in seed 000 (the byte
+    # model's, and every learner's before seqd 0.11)
+    transition_rate: float | None = 1.0
     max_transition_rate: float = 1.0  # eta_tau <= 1: never beyond the Newton step of the discounted metric
     rate_growth: float = 1.1
     rate_shrink: float = 0.5
@@ -154,7 +156,7 @@ class OnlineConfig:
                         order2_selected_weights=True, field_selecting_fields=16, field_selecting_positions=8,
                         unit_selected_weights=True, probability_maps=True,
                         metric_prior=1.0, transition_prior=False,  # its 4 units as seqd 0.9 had them (bytes-9)
-                        writing_evidence_floor=1.0)
+                        writing_evidence_floor=1.0, transition_rate=None)
         settings.update(overrides)
         return cls(**settings)
 
@@ -238,7 +240,7 @@ class OnlineConfig:
             raise ValueError(f"rate_growth must be finite and >= 1, got {self.rate_growth}")
         if self.transition_rate is not None and not 0.0 < self.transition_rate <= self.max_transition_rate:
             raise ValueError(f"transition_rate must be in (0, max_transition_rate={self.max_transition_rate}], "
-                             f"got {self.transition_rate}")
+                             f"got {self.transition_rate} (a lower max_transition_rate needs a transition_rate too)")
 
     @property
     def sources(self) -> list[tuple[int, int]]:
