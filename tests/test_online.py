@@ -500,19 +500,22 @@ def test_snapshot_parts_are_the_format_built_independently_and_views_of_the_stat
             assert arr.nbytes == 0 or np.shares_memory(np.frombuffer(part, dtype=np.uint8), arr)
 
 
-def test_a_snapshot_without_the_transition_prior_setting_is_a_learner_of_seqd_0_9_and_continues_exactly():
-    """seqd 0.9 wrote no ``transition_prior``: its learners had only the prior's mass, and a snapshot it wrote
-    restores as such (``OnlineConfig.from_settings``), not with today's default."""
-    cfg = OnlineConfig(units=4, degree=2, alphabet_cap=8, window=3, metric_prior=1.0, transition_prior=False)
+def test_a_snapshot_without_the_settings_of_seqd_0_11_is_a_learner_of_seqd_0_10_and_continues_exactly():
+    """seqd 0.10 wrote no ``transition_prior`` nor ``writing_evidence_floor``: its learners had only the prior's
+    mass and the clock's writing discount, and a snapshot it wrote restores as such
+    (``OnlineConfig.from_settings``), not with today's defaults."""
+    cfg = OnlineConfig(units=4, degree=2, alphabet_cap=8, window=3, metric_prior=1.0, transition_prior=False,
+                       writing_evidence_floor=1.0, transition_rate=None)
     x = np.random.default_rng(3).integers(0, 8, 600)
     learner = OnlineLearner(cfg)
     learner.learn(x[:300])
-    restored = OnlineLearner.from_bytes(_snapshot_built_here(learner, without_settings=("transition_prior",)))
+    restored = OnlineLearner.from_bytes(_snapshot_built_here(learner, without_settings=("transition_prior", "writing_evidence_floor")))
     assert restored.config == cfg
     assert np.array_equal(restored.learn(x[300:]), learner.learn(x[300:]))
-    # and today's default learns differently on the same symbols: the setting is not ignored
-    assert not np.array_equal(OnlineLearner(dataclasses.replace(cfg, transition_prior=True)).learn(x),
-                              OnlineLearner(cfg).learn(x))
+    # and each of today's settings learns differently on the same symbols: neither is ignored
+    for today in (dict(transition_prior=True), dict(writing_evidence_floor=0.25)):
+        assert not np.array_equal(OnlineLearner(dataclasses.replace(cfg, **today)).learn(x),
+                                  OnlineLearner(cfg).learn(x))
 
 
 MIXER_SETTINGS = ("selected_weights", "selected_prior", "selected_step", "selected_rate", "selected_discount")

@@ -99,7 +99,7 @@ class OnlineConfig:
     writing_discount: float = 1.0 / 4096  # gamma_w of the writing Hessian sums
     writing_prior: float = 1.0  # prior mass kept in every writing Hessian diagonal
     # symbol y's writing sums are discounted at gamma_w * max(4 pi_y (1 - pi_y), floor) per symbol: by the evidence
-    # a prediction gives about y's weights, never slower than floor x the clock; 1: by the clock (seqd 0.9)
+    # a prediction gives about y's weights, never slower than floor x the clock; 1: by the clock (seqd 0.10)
     writing_evidence_floor: float = 0.25
     writing_rate: float = 1.0  # eta_w (the quasi-diagonal Newton step is self-scaled)
     metric_discount: float = 1.0 / 1024  # gamma_tau per contribution to a metric block
@@ -107,7 +107,7 @@ class OnlineConfig:
     # on their initial values (eqs. 31-33); its mass is kept in the block's metric, and its pull in the block's
     # gradient when transition_prior is on (docs/online.md, "Per window of K symbols")
     metric_prior: float = 4.0
-    transition_prior: bool = True  # off: the prior's mass only (a damping), as seqd 0.9 and earlier had
+    transition_prior: bool = True  # off: the prior's mass only (a damping), as seqd 0.10 and earlier had
     # initial eta_tau: 1, the full step, for seed 000's GLNN under its prior on tau; None: 1/N as in seed 000 (the byte
     # model's, and every learner's before seqd 0.11)
     transition_rate: float | None = 1.0
@@ -155,7 +155,7 @@ class OnlineConfig:
                         selected_weights=True, field_selected_weights=True, number_context=True,
                         order2_selected_weights=True, field_selecting_fields=16, field_selecting_positions=8,
                         unit_selected_weights=True, probability_maps=True,
-                        metric_prior=1.0, transition_prior=False,  # its 4 units as seqd 0.9 had them (bytes-9)
+                        metric_prior=1.0, transition_prior=False,  # its 4 units as seqd 0.10 had them (bytes-9)
                         writing_evidence_floor=1.0, transition_rate=None)
         settings.update(overrides)
         return cls(**settings)

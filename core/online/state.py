@@ -29,10 +29,10 @@ from .tables import table_array
 
 # positions in the `reals` array (REALS of them) and in the `counts` array (COUNTS of them)
 REALS, COUNTS = 3, 6
-# rows of the `scratch` work array, and two more for the writing sums' per-symbol discount (writing.py)
-WORK_ROWS = 5
 ETA_TAU, ETA_W, WINDOW_GAIN = range(REALS)
 SYMBOLS, ACTIVE, WINDOW_POS, WINDOWS, REJECTED, NONFINITE = range(COUNTS)
+# rows of the `scratch` work array; two more hold the writing sums' per-symbol discount (writing.py)
+WORK_ROWS = 5
 
 
 class OnlineState(NamedTuple):
@@ -194,7 +194,8 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
         h0=(cols, f), hd=(cols, f), metric=((A + 1, N + 1, D, D), f), block_updates=((A + 1, N + 1), i),
         V=(window, f), a=(window, f), pi=((K + 1, A + 1), f), x=((K + 1,), i), targets=((K + 1,), i),
         B=(window, f), m=(window, f), G=(per_code, f), step=(per_code, f),
-        scratch=((WORK_ROWS + 2 * (config.writing_evidence_floor < 1.0), max(N + 1, A + 1, K + 1, 2 * D)), f), touched=((K + 1,), i), trial_V=(window, f),
+        scratch=((WORK_ROWS + 2 * (config.writing_evidence_floor < 1.0), max(N + 1, A + 1, K + 1, 2 * D)), f),
+        touched=((K + 1,), i), trial_V=(window, f),
         trial_a=(window, f), saved_tau=(per_code, f), reals=((REALS,), f), counts=((COUNTS,), i),
         ctx_kind=((S, 2), i), ctx_w=((S, A + 1), f), ctx_P=((A + 1, S, S), f),
         ctx_updates=((A + 1 if S else 0,), i), ctx_updated=((A + 1 if S else 0,), i), ctx_work=((4, 2 * S), f),

@@ -7,9 +7,9 @@ gradient a_in B_j^{t+1} (eq. 25) and the metric term u u^T with
 u = a_in sqrt(m_j^{t+1}) (eq. 26); the blocks' inverse discounted metrics are
 updated by Sherman-Morrison (``metric_blocks``, seed 004 §1.3); the prior on
 tau whose mass the blocks hold adds its pull to the gradient (``prior_pull``);
-and the step P G is tried: the window is replayed with the trial weights and the step is
-kept (eta_tau x 1.1) only if the window's log-likelihood did not go down,
-else undone (eta_tau / 2); seed 000 §2's rule, per window.
+and the step P G is tried: the window is replayed with the trial weights and
+the step is kept (eta_tau x 1.1) only if the window's log-likelihood did not
+go down, else undone (eta_tau / 2); seed 000 §2's rule, per window.
 """
 
 from __future__ import annotations
