@@ -63,6 +63,7 @@ PRESETS = {
         "unit_selected_weights": False, "probability_maps": False,  # nor the unit set and the probability maps
         "transition_prior": False,  # nor the pull of the metric prior on the units' transition weights
         "writing_evidence_floor": 1.0,  # its writing sums were discounted by the clock
+        "credit_horizon": 0,  # nor credit beyond the window for its units' transitions
     },
 }
 PRESETS["bytes-2"] = {**PRESETS["bytes-1"], "numerics": "ieee"}  # bytes-1 with seqd's own exp/log/tanh

@@ -28,7 +28,7 @@ import math
 
 from .kernels.elementary import NUMERICS
 from .online import OnlineConfig
-from .online.config import SELECTED_STEPS
+from .online.config import MAX_CREDIT_HORIZON, SELECTED_STEPS
 from .online.codec import max_encoded_bytes
 from .online.state import state_nbytes
 
@@ -52,6 +52,7 @@ INT_BOUNDS = {
     "match_bits": (10, 26),
     "field_selecting_fields": (1, 64),
     "field_selecting_positions": (1, 64),
+    "credit_horizon": (0, MAX_CREDIT_HORIZON),
 }
 # inclusive bounds of each float setting (OnlineConfig adds its open ends: discounts in (0, 1), ...)
 FLOAT_BOUNDS = {

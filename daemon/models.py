@@ -27,12 +27,14 @@ _BYTES_0_4 = dict(_BYTES_0_5, field_selected_weights=False)
 _BYTES_0_3 = dict(_BYTES_0_4, context_orders=(1, 2, 3, 4, 6, 8, 12, 16), field_column_context=False,
                   indirect_context=False)
 _BYTES_0_2 = dict(_BYTES_0_3, selected_weights=False)  # and no mixer
-# ... and what "glnn" had before seqd 0.11: the prior's mass on tau without its pull, the writing sums by the clock,
-# the transition rate starting at 1/N
-_GLNN_0_10 = dict(metric_prior=1.0, transition_prior=False, writing_evidence_floor=1.0, transition_rate=None)
+# ... and what "glnn" had before seqd 0.12: no credit beyond the window; before seqd 0.11, also the prior's mass on
+# tau without its pull, the writing sums by the clock, the transition rate starting at 1/N
+_GLNN_0_11 = dict(credit_horizon=0)
+_GLNN_0_10 = dict(_GLNN_0_11, metric_prior=1.0, transition_prior=False, writing_evidence_floor=1.0, transition_rate=None)
 EARLIER = {"bytes": tuple((lambda before: lambda **overrides: OnlineConfig.bytes_default(**{**before, **overrides}))(b)
                           for b in (_BYTES_0_8, _BYTES_0_7, _BYTES_0_6, _BYTES_0_5, _BYTES_0_4, _BYTES_0_3, _BYTES_0_2)),
-           "glnn": (lambda **overrides: OnlineConfig(**{**_GLNN_0_10, **overrides}),)}
+           "glnn": tuple((lambda before: lambda **overrides: OnlineConfig(**{**before, **overrides}))(g)
+                         for g in (_GLNN_0_11, _GLNN_0_10))}
 
 
 def is_earlier_preset(config: OnlineConfig, preset: str | None, overrides: dict | None) -> bool:

@@ -405,6 +405,24 @@ def quasi_diagonal_step(W, h0, hd, damping):
     return out
 
 
+def forward_sensitivities(x, V, tau, inputs, leak, activation, gamma, e0):
+    """Each unit's sensitivities to its own transition weights after the transitions reading ``x``, densely.
+
+    e_j[y, q] <- gamma clip(leak + tau[x_t, j, 1] s'(V_j^t), -1, 1) e_j[y, q] + 1[y = x_t] a^t[inputs[j, q]],
+    the rule of core/online/credit.py (slot 1 is the self-loop), from ``e0`` (codes, N+1, D); V holds
+    V^0..V^T (row 0 of each: unit 0, a = 1)."""
+    e = np.array(e0, dtype=np.float64)
+    N1, D = inputs.shape
+    for t, y in enumerate(x):
+        a = s(V[t], activation)
+        a[0] = 1.0
+        for j in range(1, N1):
+            c = leak + tau[y, j, 1] * s_prime(V[t, j], activation)
+            e[:, j] *= gamma * min(max(c, -1.0), 1.0)
+            e[y, j] += a[inputs[j]]
+    return e
+
+
 def online_writing_step(w, h0, hd, a, pi, target, first, width, discount, prior, eta, err=None, floor=1.0):
     """One symbol's online step on the writing weights, from the dense discounted Fisher matrix of each symbol.
 

@@ -34,6 +34,7 @@ from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online import snapshot, tables
 from seqd.core.online.alphabet import activate_symbol
 from seqd.core.online.config import F, H
+from seqd.core.online.credit import TINY_SCALE, advance_credit
 from seqd.core.online.metric_blocks import block_step, contribution_and_step, metric_contribution
 from seqd.core.online.state import ACTIVE, WINDOW_POS, OnlineState, new_state
 from seqd.core.online.window import window_gradient
@@ -244,14 +245,14 @@ def _act(v, activation):
     return np.tanh(v) if activation == "tanh" else 1.0 / (1.0 + np.exp(-v))
 
 
-def _window_problem(seed, method, model="glnn", activation="tanh", escape=False, prior=True):
+def _window_problem(seed, method, model="glnn", activation="tanh", escape=False, prior=True, credit_horizon=0):
     """An OnlineState with a filled window of K+1 read codes, perturbed off its initial point.
 
     The initial transition weights, as the symbols joined, are ``st.saved_tau`` (a work array, written only by
     a tried step)."""
     cfg = OnlineConfig(units=5, degree=3, alphabet_cap=6, window=K_WIN, method=method, model=model,
                        activation=activation, metric_discount=1.0 / 8, metric_prior=0.5, seed=seed,
-                       transition_prior=prior)
+                       transition_prior=prior, credit_horizon=credit_horizon)
     st = new_state(cfg)
     hyper, flags = cfg.hyper(), cfg.flags()
     codes = [activate_symbol(st, hyper, flags, s) for s in SYMBOLS_WIN]
@@ -361,17 +362,23 @@ def test_window_gradient_equals_batch_gradient(model, activation, method, escape
         assert np.all(st.block_updates[c, 1:] == np.count_nonzero(st.x[:K] == c))
 
 
-def _dense_window_metric(cfg, st_x, a, m, inputs, code, j, quasi_diagonal):
-    """The discounted metric of block (code, j) after the window's contributions, from the prior."""
+def _dense_window_metric(cfg, st_x, a, m, inputs, code, j, quasi_diagonal, first=None):
+    """The discounted metric of block (code, j) after the window's contributions, from the prior; ``first``,
+    (u, modulus), is a contribution before them (the credit beyond the window's)."""
     D = inputs.shape[1]
     lam, gamma = cfg.metric_prior, cfg.metric_discount
     M = lam * np.eye(D)
     n = 0
-    for k in range(cfg.window):
-        if st_x[k] != code:
+    for k in range(-1, cfg.window):
+        if k < 0:
+            if first is None:
+                continue
+            u, weight = first
+        elif st_x[k] != code:
             continue
-        u = a[k, inputs[j]]
-        M = (1.0 - gamma) * M + m[k + 1, j] * np.outer(u, u)
+        else:
+            u, weight = a[k, inputs[j]], m[k + 1, j]
+        M = (1.0 - gamma) * M + weight * np.outer(u, u)
         if quasi_diagonal:
             M += gamma * lam * np.eye(D)
         else:
@@ -401,6 +408,152 @@ def test_window_metric_contributions_match_dense_discounted_sums(method, escape)
     assert contributed == cfg.window * (N1 - 1)
     # the moduli are not trivially zero (else the comparison would only test the prior)
     assert np.max(m[1:cfg.window + 1]) > 1e-3
+
+
+# -- 3b. credit beyond the window ------------------------------------------------------------
+
+
+def _credit_problem(seed, degree, horizon, past_windows, self_loops, activation="tanh", prior=True):
+    """A state driven by hand through ``past_windows`` windows of K_WIN transitions, its weights held, the
+    credit advanced after each as ``window_update`` does, then filled with one more window (as
+    ``_window_problem``).  ``self_loops(rng, shape)`` draws the self-loop weights tau[y, j, 1].
+
+    Returns (cfg, st, hyper, flags, width, X, v0, tau0): X every code read, v0 the first potentials."""
+    cfg = OnlineConfig(units=5, degree=degree, alphabet_cap=6, window=K_WIN, activation=activation,
+                       metric_discount=1.0 / 8, metric_prior=0.5, seed=seed, credit_horizon=horizon,
+                       transition_prior=prior)
+    st = new_state(cfg)
+    hyper, flags = cfg.hyper(), cfg.flags()
+    codes = [activate_symbol(st, hyper, flags, s) for s in SYMBOLS_WIN]
+    tau0 = st.tau.copy()
+    width = len(codes) + 1
+    N1, D = st.inputs.shape
+    rng = np.random.default_rng(200 + seed)
+    st.w[:, :width] += 0.3 * rng.standard_normal((N1, width))
+    st.tau[1:width, 1:, :] += 0.3 * rng.standard_normal((width - 1, N1 - 1, D))
+    st.tau[1:width, 1:, 1] = self_loops(rng, (width - 1, N1 - 1))
+    K = K_WIN
+    X = rng.integers(1, width, size=past_windows * K + K + 1)
+    X[past_windows * K:past_windows * K + width - 1] = codes  # the last window reads every code
+    v0 = 0.7 * rng.standard_normal(N1)
+    v0[0] = 0.0
+    st.V[0] = v0
+    st.a[0] = _act(v0, activation)
+    st.a[0, 0] = 1.0
+    net = Network(st.inputs, st.tau, np.zeros((0, 0)), hyper[H.leak], True, flags[F.activation_code], st.numerics)
+    for p in range(past_windows + 1):
+        n = K + 1 if p == past_windows else K
+        st.x[:n] = X[p * K:p * K + n]
+        st.targets[:n] = st.x[:n]
+        for k in range(n):
+            evolve_into(net, st.V[k], st.a[k], st.x[k], st.V[k + 1], st.a[k + 1])
+        if p < past_windows:
+            if horizon:
+                advance_credit(st, hyper, flags, width)
+            st.V[0] = st.V[K]
+            st.a[0] = st.a[K]
+    return cfg, st, hyper, flags, width, X, v0, tau0
+
+
+def _whole_sequence(cfg, st, hyper, flags, width, X, v0):
+    """forward / backward / accumulate_transition over every transition of X, only the last window's outputs
+    scored: the exact gradient of the window's log-likelihood through the whole past, with (V, B, m, G)."""
+    K, T = cfg.window, len(X)
+    N1, D = st.inputs.shape
+    w = np.ascontiguousarray(st.w[:, :width])
+    V, a, pi = allocate(T, N1 - 1, width)
+    net = Network(st.inputs, st.tau, np.zeros((1, N1)), hyper[H.leak], True, flags[F.activation_code], st.numerics)
+    forward(net, X, np.ones(T), w, v0, V, a, pi)
+    chi = np.zeros(T)
+    chi[T - K:] = 1.0  # outputs 1..K of the last window (its row 0 is the previous window's last output)
+    B, m = np.zeros((T + 1, N1)), np.zeros((T + 1, N1))
+    backward(net, Scored(X, X.copy(), chi), w, a, pi, flags[F.modulus], Backprop(B, m), np.zeros((3, N1)))
+    G = np.zeros((st.tau.shape[0], N1, D))
+    accumulate_transition(net, X, a, Backprop(B, m), False,
+                          TransitionSums(G, np.zeros((0, N1)), np.zeros((st.tau.shape[0], N1, D, D)), np.zeros((0, N1))))
+    return V, B, m, G
+
+
+def _stable_self_loops(rng, shape):
+    """Self-loops whose factor 1 + tau s' stays in [0, 1]: the clip never acts."""
+    return -rng.uniform(0.1, 1.0, shape)
+
+
+def _credit_pull(cfg, st, tau0, touched):
+    """The prior's pull on the touched blocks, one contribution per transition reading them and one for the credit."""
+    out = np.zeros_like(st.tau)
+    for y in touched:
+        n = np.count_nonzero(st.x[:cfg.window] == y) + 1
+        out[y, 1:] -= n * cfg.metric_discount * cfg.metric_prior * (st.tau[y, 1:] - tau0[y, 1:])
+    return out
+
+
+@pytest.mark.parametrize("activation", ["tanh", "logistic"])
+def test_credit_beyond_the_window_is_the_exact_gradient_through_the_whole_past_on_self_loops(activation):
+    """On a graph of self-loops alone (degree 1) the diagonal sensitivities are exact: with a horizon that
+    never decays, the window's gradient (its BPTT, plus B^0 times the sensitivities) is the gradient of its
+    outputs' log-likelihood through every transition since the stream began, as batch BPTT computes it."""
+    cfg, st, hyper, flags, width, X, v0, tau0 = _credit_problem(3, 1, 60, 5, _stable_self_loops, activation)
+    assert cfg.credit_decay == 1.0 and st.inputs.shape[1] == 2
+    V, B, m, G_exact = _whole_sequence(cfg, st, hyper, flags, width, X, v0)
+    P = len(X) - cfg.window - 1  # transitions before the window
+    close(st.V[:cfg.window + 2], V[P:])
+    _, n_touched = window_gradient(st, hyper, flags, width)
+    touched = list(st.touched[:n_touched])
+    assert sorted(touched) == list(range(1, width))
+    close(st.B[0], B[P])  # eq. 22 one step further back
+    close(st.m[0], m[P])
+    close(st.G - _credit_pull(cfg, st, tau0, touched), G_exact)
+    # without the credit the window would have only part of it
+    cfg0, st0, hyper0, flags0, *_ = _credit_problem(3, 1, 0, 5, _stable_self_loops, activation)
+    window_gradient(st0, hyper0, flags0, width)
+    assert rel_err(st0.G - _prior_gradient(cfg, st0, tau0), G_exact) > 0.05
+
+
+def test_forward_sensitivities_follow_their_rule_with_the_clip_and_the_scale_folded():
+    """Degree 3 (the diagonal rule is an approximation there), self-loops that would amplify (the clip acts),
+    a decay of 1/2 over 280 transitions (each unit's scale is folded into its values at least once)."""
+    def amplifying(rng, shape):
+        return rng.uniform(-1.0, 1.5, shape)
+
+    cfg, st, hyper, flags, width, X, v0, _ = _credit_problem(4, 3, 1, 40, amplifying)
+    P = 40 * cfg.window
+    assert cfg.credit_decay == 0.5 and 0.5 ** P < TINY_SCALE
+    V, *_ = _whole_sequence(cfg, st, hyper, flags, width, X, v0)
+    factors = 1.0 + st.tau[X[:P], :, 1] * naive.s_prime(V[np.arange(P)], "tanh")
+    assert factors[:, 1:].max() > 1.0  # the clip acted
+    e = naive.forward_sensitivities(X[:P], V, st.tau, st.inputs, 1.0, "tanh", cfg.credit_decay,
+                                    np.zeros_like(st.tau))
+    close(st.credit * st.credit_scale[None, :, None], e, rel=1e-12)
+    assert np.all(np.abs(st.credit_scale[1:]) >= TINY_SCALE) and np.abs(e[1:width, 1:]).max() > 0.1
+
+
+def test_credit_gradient_and_metric_term_of_a_window():
+    """Degree 3: each read block (y, j) gets B_j^0 e_j[y] and the metric contribution m_j^0 e e^T before the
+    window's own, and the prior's pull counts the credit's contribution."""
+    cfg, st, hyper, flags, width, X, v0, tau0 = _credit_problem(5, 3, 4, 3, _stable_self_loops)
+    P = len(X) - cfg.window - 1
+    V, _, _, _ = _whole_sequence(cfg, st, hyper, flags, width, X, v0)
+    e = naive.forward_sensitivities(X[:P], V, st.tau, st.inputs, 1.0, "tanh", cfg.credit_decay, np.zeros_like(st.tau))
+    # the window alone, as test_window_gradient_equals_batch_gradient computes it
+    _, a, _, B, m, G_window, _ = _batch_window(cfg, st, hyper, flags, width)
+    B0, m0 = np.zeros((2, st.B.shape[1])), np.zeros((2, st.B.shape[1]))
+    B0[1], m0[1] = B[1], m[1]
+    N1 = st.inputs.shape[0]
+    net = Network(st.inputs, st.tau, np.zeros((1, N1)), hyper[H.leak], True, flags[F.activation_code], st.numerics)
+    backward(net, Scored(st.x[:1].copy(), st.targets[:1].copy(), np.zeros(1)), np.ascontiguousarray(st.w[:, :width]),
+             a[:2].copy(), np.zeros((1, width)), flags[F.modulus], Backprop(B0, m0), np.zeros((3, N1)))
+    _, n_touched = window_gradient(st, hyper, flags, width)
+    touched = list(st.touched[:n_touched])
+    close(st.B[0], B0[0])
+    expected = G_window + B0[0][None, :, None] * e + _credit_pull(cfg, st, tau0, touched)
+    close(st.G, expected)
+    assert np.abs(B0[0][None, :, None] * e).max() > 1e-3
+    for y in touched:
+        for j in range(1, N1):
+            M, n = _dense_window_metric(cfg, st.x, a, m, st.inputs, y, j, False, first=(e[y, j], m0[0, j]))
+            close(st.metric[y, j], np.linalg.inv(M), rel=1e-10)
+            assert st.block_updates[y, j] == n
 
 
 # -- 4. snapshots of context tables ---------------------------------------------------------
@@ -505,11 +658,12 @@ def test_a_snapshot_without_the_settings_of_seqd_0_11_is_a_learner_of_seqd_0_10_
     mass and the clock's writing discount, and a snapshot it wrote restores as such
     (``OnlineConfig.from_settings``), not with today's defaults."""
     cfg = OnlineConfig(units=4, degree=2, alphabet_cap=8, window=3, metric_prior=1.0, transition_prior=False,
-                       writing_evidence_floor=1.0, transition_rate=None)
+                       writing_evidence_floor=1.0, transition_rate=None, credit_horizon=0)
     x = np.random.default_rng(3).integers(0, 8, 600)
     learner = OnlineLearner(cfg)
     learner.learn(x[:300])
-    restored = OnlineLearner.from_bytes(_snapshot_built_here(learner, without_settings=("transition_prior", "writing_evidence_floor")))
+    restored = OnlineLearner.from_bytes(_snapshot_built_here(
+        learner, 8, snapshot.NEW_IN_9, without_settings=("transition_prior", "writing_evidence_floor", "credit_horizon")))
     assert restored.config == cfg
     assert np.array_equal(restored.learn(x[300:]), learner.learn(x[300:]))
     # and each of today's settings learns differently on the same symbols: neither is ignored
@@ -518,20 +672,41 @@ def test_a_snapshot_without_the_settings_of_seqd_0_11_is_a_learner_of_seqd_0_10_
                                   OnlineLearner(cfg).learn(x))
 
 
+def test_a_snapshot_without_the_credit_beyond_the_window_is_a_learner_of_seqd_0_11_and_continues_exactly():
+    """seqd 0.11 wrote no ``credit_horizon`` and no sensitivities (format 8): its learners credited the window
+    alone, and a snapshot it wrote restores as such, not with today's default horizon; a format-8 snapshot
+    that claims the credit is refused."""
+    cfg = OnlineConfig(units=4, degree=2, alphabet_cap=8, window=3, credit_horizon=0)
+    x = np.random.default_rng(4).integers(0, 8, 600)
+    learner = OnlineLearner(cfg)
+    learner.learn(x[:300])
+    old = _snapshot_built_here(learner, 8, snapshot.NEW_IN_9, ("credit_horizon",))
+    restored = OnlineLearner.from_bytes(old)
+    assert restored.config == cfg and restored.state.credit.size == 0
+    assert np.array_equal(restored.learn(x[300:]), learner.learn(x[300:]))
+    credited = OnlineLearner(dataclasses.replace(cfg, credit_horizon=10))
+    credited.learn(x[:300])
+    with pytest.raises(ValueError, match="cannot hold credit beyond the window"):
+        OnlineLearner.from_bytes(_snapshot_built_here(credited, 8, snapshot.NEW_IN_9, ()))
+    # the credit changes what is learned: the setting is not ignored
+    assert not np.array_equal(OnlineLearner(dataclasses.replace(cfg, credit_horizon=10)).learn(x),
+                              OnlineLearner(cfg).learn(x))
+
+
 MIXER_SETTINGS = ("selected_weights", "selected_prior", "selected_step", "selected_rate", "selected_discount")
 
 
 @pytest.mark.parametrize("version", [2, 3, 4, 5, 6])
 def test_an_older_snapshot_restores_without_what_it_did_not_have_and_continues_exactly(version):
     cfg = OnlineConfig(units=3, degree=2, context_orders=(1, 2, 3), word_context=True, match_min=4,
-                       context_bits=10, history_bits=10, match_bits=10, selected_weights=version >= 3)
+                       context_bits=10, history_bits=10, match_bits=10, selected_weights=version >= 3, credit_horizon=0)
     x = np.frombuffer(b"GET /index.html 200\nGET /login 302\nPOST /login 200\n" * 30, dtype=np.uint8)
     learner = OnlineLearner(cfg)
     learner.learn(x[:700])
-    lacked = snapshot.NEW_IN_7 + (snapshot.NEW_IN_6 if version < 6 else ()) \
+    lacked = snapshot.NEW_IN_9 + snapshot.NEW_IN_8 + snapshot.NEW_IN_7 + (snapshot.NEW_IN_6 if version < 6 else ()) \
         + (snapshot.NEW_IN_5 if version < 5 else ()) + (snapshot.NEW_IN_4 if version < 4 else ()) \
         + (snapshot.NEW_IN_3 if version < 3 else ())
-    old = _snapshot_built_here(learner, version, lacked, ("number_context",)
+    old = _snapshot_built_here(learner, version, lacked, ("number_context", "probability_maps", "credit_horizon")
                                + (("field_selected_weights",) if version < 6 else ())
                                + (("indirect_context",) if version < 5 else ())
                                + (("field_column_context",) if version < 4 else ()) + (MIXER_SETTINGS if version < 3 else ()))
@@ -676,6 +851,8 @@ def test_config_rejects_settings_that_would_ruin_the_learner(bad):
     (dict(alphabet_cap=0), "alphabet_cap"),
     (dict(units=4, degree=5), "degree"),
     (dict(metric_prior=0.0), "metric_prior"),
+    (dict(credit_horizon=-1), "credit_horizon"),
+    (dict(credit_horizon=61), "credit_horizon"),
 ])
 def test_config_rejects_bad_settings(kwargs, message):
     with pytest.raises(ValueError, match=message):

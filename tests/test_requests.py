@@ -180,7 +180,7 @@ def test_a_create_too_large_for_the_memory_budget_is_refused_before_anything_is_
     huge = {"alphabet_cap": 65536, "units": 512, "degree": 64}
     reply = daemon("create", stream="huge", preset="glnn", config=huge)
     assert isinstance(reply, Reply) and reply.code == P.BAD_CONFIG
-    assert "1.1 TiB in memory" in reply.message and "max_state_bytes = 8 GiB" in reply.message
+    assert "1.11 TiB in memory" in reply.message and "max_state_bytes = 8 GiB" in reply.message
     assert not daemon.requests.creating and not daemon.requests.reserved
 
 
@@ -228,10 +228,13 @@ def test_exist_ok_finds_a_stream_an_earlier_seqd_made_with_the_preset(daemon, ve
                   config={**SMALL_BYTES, "units": 6}).code == P.STREAM_EXISTS
 
 
-def test_exist_ok_finds_a_glnn_stream_an_earlier_seqd_made(daemon):
-    """seqd 0.10 and earlier made "glnn" streams with the prior's mass on tau only and the writing sums
-    discounted by the clock; such a stream is still that preset's, and keeps its model."""
-    before = {"metric_prior": 1.0, "transition_prior": False, "writing_evidence_floor": 1.0, "transition_rate": None}
+@pytest.mark.parametrize("before", [
+    {"credit_horizon": 0},  # seqd 0.11: no credit beyond the window
+    # seqd 0.10 and earlier: also the prior's mass on tau only and the writing sums discounted by the clock
+    {"credit_horizon": 0, "metric_prior": 1.0, "transition_prior": False, "writing_evidence_floor": 1.0,
+     "transition_rate": None}], ids=["0.11", "0.10"])
+def test_exist_ok_finds_a_glnn_stream_an_earlier_seqd_made(daemon, before):
+    """A "glnn" stream an earlier seqd made is still that preset's, and keeps its model."""
     daemon.create("old", {"units": 4, **before}, preset="glnn")
     again = daemon("create", stream="old", exist_ok=True, preset="glnn", config={"units": 4})
     assert again.ok and again.result["created"] is False

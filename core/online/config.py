@@ -45,6 +45,7 @@ HYPER = (
     "selected_rate",
     "selected_discount",
     "writing_evidence_floor",
+    "credit_decay",
 )
 # the integer settings the kernels read, in their order in ``OnlineConfig.flags()``
 FLAGS = (
@@ -64,6 +65,7 @@ FLAGS = (
     "unit_set_units",
     "probability_maps",
     "transition_prior",
+    "credit_horizon",
 )
 
 
@@ -74,7 +76,9 @@ def positions(name: str, names: tuple[str, ...]):
 
 # settings an earlier seqd did not write, and what it did instead: a snapshot, stream.json or header without
 # one of them means this value (``OnlineConfig.from_settings``)
-UNWRITTEN = {"transition_prior": False, "writing_evidence_floor": 1.0}
+UNWRITTEN = {"transition_prior": False, "writing_evidence_floor": 1.0, "credit_horizon": 0}
+
+MAX_CREDIT_HORIZON = 60  # 1 - 2^-60 rounds to 1: sensitivities that never decay
 
 H = positions("HyperPositions", HYPER)  # hyper[H.writing_discount] is gamma_w
 F = positions("FlagPositions", FLAGS)  # flags[F.window] is K
@@ -111,6 +115,9 @@ class OnlineConfig:
     # initial eta_tau: 1, the full step, for seed 000's GLNN under its prior on tau; None: 1/N as in seed 000 (the byte
     # model's, and every learner's before seqd 0.11)
     transition_rate: float | None = 1.0
+    # credit beyond the window (credit.py): each unit's forward sensitivities along its self-loop, kept over a
+    # horizon of about 2^credit_horizon symbols (decay 1 - 2^-h; 0: none, the window's BPTT alone as in seqd 0.11)
+    credit_horizon: int = 10
     max_transition_rate: float = 1.0  # eta_tau <= 1: never beyond the Newton step of the discounted metric
     rate_growth: float = 1.1
     rate_shrink: float = 0.5
@@ -156,7 +163,7 @@ class OnlineConfig:
                         order2_selected_weights=True, field_selecting_fields=16, field_selecting_positions=8,
                         unit_selected_weights=True, probability_maps=True,
                         metric_prior=1.0, transition_prior=False,  # its 4 units as seqd 0.10 had them (bytes-9)
-                        writing_evidence_floor=1.0, transition_rate=None)
+                        writing_evidence_floor=1.0, transition_rate=None, credit_horizon=0)
         settings.update(overrides)
         return cls(**settings)
 
@@ -234,6 +241,9 @@ class OnlineConfig:
         if not 0.0 <= self.writing_evidence_floor <= 1.0:
             raise ValueError(f"writing_evidence_floor must be in [0, 1] (1: discount by the clock), "
                              f"got {self.writing_evidence_floor}")
+        if not 0 <= self.credit_horizon <= MAX_CREDIT_HORIZON:
+            raise ValueError(f"credit_horizon must be in [0, {MAX_CREDIT_HORIZON}] (0: no credit beyond the window), "
+                             f"got {self.credit_horizon}")
         if not 0.0 < self.rate_shrink < 1.0:
             raise ValueError(f"rate_shrink must be in (0, 1), got {self.rate_shrink}")
         if not (math.isfinite(self.rate_growth) and self.rate_growth >= 1.0):
@@ -289,6 +299,11 @@ class OnlineConfig:
     def symbol_seed(self) -> int:
         """The seed of the per-(unit, symbol) uniforms of ``alphabet.unit_uniform``, as a non-negative int64."""
         return self.seed & 0x7FFFFFFFFFFFFFFF
+
+    @property
+    def credit_decay(self) -> float:
+        """gamma of the forward sensitivities (``credit.py``): 1 - 2^-credit_horizon, 0 without them."""
+        return 1.0 - 2.0 ** -self.credit_horizon if self.credit_horizon else 0.0
 
     @property
     def slots(self) -> int:

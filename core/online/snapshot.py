@@ -29,21 +29,23 @@ from .state import ACTIVE, WINDOW_POS, OnlineState, state_shapes
 from .tables import owned_copy, table_array
 
 FORMAT_MAGIC = b"SEQDLRN\x00"
-FORMAT_VERSION = 8  # 2: the numerics marker (version 1 restores with 'ieee'); 3: the mixer's arrays; 4: fields;
+FORMAT_VERSION = 9  # 2: the numerics marker (version 1 restores with 'ieee'); 3: the mixer's arrays; 4: fields;
 # 5: followers, and the field column's "same so far" part; 6: the field-selected weights; 7: the number source;
-# 8: the probability maps
+# 8: the probability maps; 9: the credit beyond the window
 NEW_IN_3 = ("sel_w", "sel_P", "sel_h", "sel_updates", "sel_row")  # the selected weights' arrays (empty without them)
 NEW_IN_4 = ("fields",)  # the field column's field starts
 NEW_IN_5 = ("followers",)  # the indirect source's table
 NEW_IN_6 = ("fsel_w", "fsel_h", "fsel_row")  # the field-selected weights
 NEW_IN_7 = ("number_table", "number_int", "number_digits", "number_stats")  # the number source
 NEW_IN_8 = ("maps", "map_counts", "map_at", "map_frac", "coded")  # the probability maps
+NEW_IN_9 = ("credit", "credit_scale")  # the forward sensitivities (credit.py)
 # what each version added: its arrays, and the setting that needs them (a snapshot before it had neither)
 ADDED = ((3, NEW_IN_3, "selected_weights", "a mixer"), (4, NEW_IN_4, "field_column_context", "a field column source"),
          (5, NEW_IN_5, "indirect_context", "an indirect source"),
          (6, NEW_IN_6, "field_selected_weights", "field-selected weights"),
          (7, NEW_IN_7, "number_context", "a number source"),
-         (8, NEW_IN_8, "probability_maps", "probability maps"))
+         (8, NEW_IN_8, "probability_maps", "probability maps"),
+         (9, NEW_IN_9, "credit_horizon", "credit beyond the window"))
 # settings whose source changed meaning in a version: an older snapshot using them would continue differently
 CHANGED = ((5, "field_column_context", "the field column of seqd 0.3, whose contexts this seqd no longer forms"),)
 
@@ -188,7 +190,7 @@ def _state_of(config: OnlineConfig, version: int, arrays: dict) -> OnlineState:
             raise ValueError(f"learner snapshot array {name!r} is {got.dtype}{list(got.shape)}, "
                              f"expected {dtype}{list(shape)}")
     for name in ("w", "tau", "h0", "hd", "metric", "V", "a", "reals", "sel_w", "sel_P", "sel_h", "fsel_w", "fsel_h",
-                 "maps", "map_counts", "map_frac"):
+                 "maps", "map_counts", "map_frac", "credit", "credit_scale"):
         if not np.all(np.isfinite(getattr(state, name))):
             raise ValueError(f"learner snapshot holds a non-finite value in {name!r}")
     _check_indices(config, state)

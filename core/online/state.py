@@ -119,6 +119,9 @@ class OnlineState(NamedTuple):
     map_at: np.ndarray  # (4,) int64 work: the favourite code, the knot below and the two rows read (maps.MAP_TOP ...)
     map_frac: np.ndarray  # (1,) work: the position between the knots
     coded: np.ndarray  # (A+1,) work: the refined prediction, which is scored and coded
+    # credit beyond the window (credit.py); empty arrays without it
+    credit: np.ndarray  # (A+1, N+1, D) each unit's forward sensitivities to its own transition weights, / scale
+    credit_scale: np.ndarray  # (N+1,) each unit's common factor of them
     numerics: np.ndarray  # (0,): its dtype picks the exp/log/tanh every kernel compiles (kernels/elementary.py)
 
 
@@ -155,6 +158,7 @@ def new_state(config: OnlineConfig) -> OnlineState:
         state.number_int[:, N_VOTED] = -1
     if config.probability_maps:
         state.maps[...] = initial_maps(state.maps.shape[0])
+    state.credit_scale[...] = 1.0
     state.reals[ETA_TAU] = 1.0 / max(N, 1) if config.transition_rate is None else config.transition_rate
     state.reals[ETA_W] = config.writing_rate
     # initial potentials V^0 = s^-1(beta_j / alpha) (seed 000 §2) for the GLNN; 0 for the GNN
@@ -214,6 +218,8 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
         number_digits=((NT, NUMBER_DIGITS + 2), i), number_stats=((NT, 2, NUMBER_BUCKETS), i),
         maps=((M, MAP_POINTS), f), map_counts=((M, MAP_POINTS), f), map_at=((4 if M else 0,), i),
         map_frac=((1 if M else 0,), f), coded=((A + 1 if M else 0,), f),
+        credit=((A + 1 if config.credit_horizon else 0, N + 1, D), f),
+        credit_scale=((N + 1 if config.credit_horizon else 0,), f),
         numerics=((0,), np.dtype(NUMERICS[config.numerics])),
     )
     return {name: shapes[name] for name in OnlineState._fields}

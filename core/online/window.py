@@ -5,7 +5,9 @@ transitions and K outputs after them (the last transition sees the next
 output's loss).  Each transition contributes to its (unit, symbol) block the
 gradient a_in B_j^{t+1} (eq. 25) and the metric term u u^T with
 u = a_in sqrt(m_j^{t+1}) (eq. 26); the blocks' inverse discounted metrics are
-updated by Sherman-Morrison (``metric_blocks``, seed 004 §1.3); the prior on
+updated by Sherman-Morrison (``metric_blocks``, seed 004 §1.3); the
+transitions before the window get their credit through each unit's forward
+sensitivities (``credit.py``); the prior on
 tau whose mass the blocks hold adds its pull to the gradient (``prior_pull``);
 and the step P G is tried: the window is replayed with the trial weights and
 the step is kept (eta_tau x 1.1) only if the window's log-likelihood did not
@@ -22,6 +24,7 @@ from ..kernels.elementary import log_of
 from ..kernels.forward import evolve_into, softmax_offset_into
 from .config import F, H
 from .alphabet import initial_transition
+from .credit import advance_credit, credit_before_window
 from .metric_blocks import block_step, metric_contribution
 from .state import ETA_TAU, NONFINITE, REJECTED, WINDOW_GAIN, WINDOWS, network
 
@@ -84,6 +87,9 @@ def window_gradient(st, hyper, flags, width):
         if not seen:
             st.touched[n_touched] = code
             n_touched += 1
+    # what the window's outputs owe the transitions before it (nothing stored if B^0 is not finite)
+    if flags[F.credit_horizon] > 0 and not credit_before_window(st, hyper, flags, width, n_touched):
+        return before, -1
     # gradient and metric contributions of transitions 0..K-1
     u = st.scratch[0, :D]
     work = st.scratch[1, : 2 * D]
@@ -112,7 +118,9 @@ def prior_pull(st, hyper, flags, n_touched):
     discounted: each contribution adds gamma_tau lambda_tau of mass to the
     metric (``metric_contribution``) and, here, -gamma_tau lambda_tau
     (tau - tau^0) to the gradient, so a block that received n contributions
-    in the window is pulled by -n gamma_tau lambda_tau (tau - tau^0).  The
+    in the window (one per transition reading it, and one more from the
+    credit beyond the window, ``credit.py``) is pulled by
+    -n gamma_tau lambda_tau (tau - tau^0).  The
     step M^-1 G is then a MAP step, as the writing layer's is with its own
     prior (``writing.py``).
     """
@@ -121,7 +129,7 @@ def prior_pull(st, hyper, flags, n_touched):
     rate = hyper[H.metric_discount] * hyper[H.metric_prior]
     for q in range(n_touched):
         code = st.touched[q]
-        n = 0
+        n = 1 if flags[F.credit_horizon] > 0 else 0
         for k in range(K):
             if st.x[k] == code:
                 n += 1
@@ -142,6 +150,8 @@ def window_update(st, hyper, flags, width):
     N1, D = st.inputs.shape
     qd = flags[F.quasi_diagonal] == 1
     before, n_touched = window_gradient(st, hyper, flags, width)
+    if flags[F.credit_horizon] > 0:  # through the transitions just credited, with the weights they ran with
+        advance_credit(st, hyper, flags, width)
     if n_touched < 0:  # non-finite backward pass: nothing was stored
         st.counts[WINDOWS] += 1
         st.counts[NONFINITE] += 1
