@@ -35,36 +35,23 @@ per window O(touched codes x N x D^2), as the window's own contributions.
 
 from __future__ import annotations
 
-import math
-
 from ..jit import kernel
 from ..kernels.activation import slope
-from ..kernels.backward import Backprop, Scored, backward
 from .config import F, H
 from .metric_blocks import metric_contribution
-from .state import network
 
 TINY_SCALE = 2.0 ** -256  # a unit's scale below it is folded into its stored sensitivities
 
 
 @kernel
-def credit_before_window(st, hyper, flags, width, n_touched):
+def credit_before_window(st, hyper, flags, n_touched):
     """Add to each touched block (y, j) the gradient B_j^0 e_j^0[y] and the metric term of u = e_j^0[y].
 
-    B^0 and m^0 are computed here into row 0 of ``st.B`` and ``st.m``, from
-    rows 1 (the window's backward pass) through transition 0; output 0 belongs
-    to the previous window and is not scored again.  Returns False, storing
-    nothing, when B^0 is not finite.
+    B^0 and m^0 are row 0 of ``st.B`` and ``st.m``: ``window.window_gradient``
+    carries the window's backward pass through transition 0 (output 0 belongs
+    to the previous window and is not scored again) and checks them finite.
     """
     N1, D = st.inputs.shape
-    chi = st.scratch[0, :1]
-    chi[0] = 0.0
-    backward(network(st.inputs, st.tau, st.numerics, hyper, flags), Scored(st.x[0:1], st.targets[0:1], chi),
-             st.w[:, :width], st.a[0:2], st.pi[0:1, :width], flags[F.modulus], Backprop(st.B[0:2], st.m[0:2]),
-             st.scratch[1:4, :N1])
-    for j in range(1, N1):
-        if not (math.isfinite(st.B[0, j]) and math.isfinite(st.m[0, j])):
-            return False
     qd = flags[F.quasi_diagonal] == 1
     u = st.scratch[0, :D]
     work = st.scratch[1, : 2 * D]
@@ -79,7 +66,6 @@ def credit_before_window(st, hyper, flags, width, n_touched):
             metric_contribution(st.metric[code, j], u, st.m[0, j], hyper[H.metric_discount], hyper[H.metric_prior],
                                 st.block_updates[code, j], qd, work)
             st.block_updates[code, j] += 1
-    return True
 
 
 @kernel

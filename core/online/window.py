@@ -70,8 +70,14 @@ def window_gradient(st, hyper, flags, width):
     backward(network(st.inputs, st.tau, st.numerics, hyper, flags), Scored(st.x[1:K + 1], st.targets[1:K + 1],
              chi[1:K + 1]), st.w[:, :width], st.a[1:K + 2], st.pi[1:K + 1, :width], flags[F.modulus],
              Backprop(st.B[1:K + 2], st.m[1:K + 2]), st.scratch[1:4, :N1])
+    credit = flags[F.credit_horizon] > 0
+    if credit:  # eq. 22 one step further back, through transition 0, for the credit beyond the window: B^0, m^0
+        chi[0] = 0.0  # output 0 belongs to the previous window
+        backward(network(st.inputs, st.tau, st.numerics, hyper, flags), Scored(st.x[0:1], st.targets[0:1], chi[0:1]),
+                 st.w[:, :width], st.a[0:2], st.pi[0:1, :width], flags[F.modulus], Backprop(st.B[0:2], st.m[0:2]),
+                 st.scratch[1:4, :N1])
     # a non-finite backward pass must not reach the metric blocks, where it would stay for good
-    for k in range(1, K + 1):
+    for k in range(0 if credit else 1, K + 1):
         for j in range(N1):
             if not (math.isfinite(st.B[k, j]) and math.isfinite(st.m[k, j])):
                 return before, -1
@@ -87,9 +93,8 @@ def window_gradient(st, hyper, flags, width):
         if not seen:
             st.touched[n_touched] = code
             n_touched += 1
-    # what the window's outputs owe the transitions before it (nothing stored if B^0 is not finite)
-    if flags[F.credit_horizon] > 0 and not credit_before_window(st, hyper, flags, width, n_touched):
-        return before, -1
+    if credit:  # what the window's outputs owe the transitions before it
+        credit_before_window(st, hyper, flags, n_touched)
     # gradient and metric contributions of transitions 0..K-1
     u = st.scratch[0, :D]
     work = st.scratch[1, : 2 * D]
@@ -127,9 +132,10 @@ def prior_pull(st, hyper, flags, n_touched):
     K = flags[F.window]
     N1, D = st.inputs.shape
     rate = hyper[H.metric_discount] * hyper[H.metric_prior]
+    credited = 1 if flags[F.credit_horizon] > 0 else 0  # the credit's contribution to every block it reads
     for q in range(n_touched):
         code = st.touched[q]
-        n = 1 if flags[F.credit_horizon] > 0 else 0
+        n = credited
         for k in range(K):
             if st.x[k] == code:
                 n += 1
