@@ -55,10 +55,9 @@ MAX_KT_ORDER = 7  # a context of up to 7 bytes plus its length fits one int64 ke
 # ----------------------------------------------------------------------------- Krichevsky–Trofimov context model
 
 @kernel
-def _kt_code_length(context, pair, n_contexts, n_pairs, n_symbols):
-    """Sum of -log2 p(x_t | c_t) with KT counts; ``context[t]``, ``pair[t]`` index c_t and (c_t, x_t)."""
-    context_total = np.zeros(n_contexts, np.int64)
-    pair_count = np.zeros(n_pairs, np.int64)
+def _kt_code_length(context, pair, context_total, pair_count, n_symbols):
+    """Sum of -log2 p(x_t | c_t) with KT counts; ``context[t]``, ``pair[t]`` index c_t and (c_t, x_t), whose
+    counts ``context_total`` and ``pair_count`` (zeros) receive."""
     half_alphabet = 0.5 * n_symbols
     bits = 0.0
     for t in range(context.size):
@@ -100,8 +99,8 @@ def kt_code_length_bits(data: bytes, order: int = 3) -> float:
     context = context.reshape(-1).astype(np.int64)
     # index the (context, symbol) pairs the same way: no n_contexts x |S| table
     pairs, pair = np.unique(context * alphabet.size + symbol.reshape(-1), return_inverse=True)
-    return float(_kt_code_length(context, pair.reshape(-1).astype(np.int64), contexts.size, pairs.size,
-                                 alphabet.size))
+    return float(_kt_code_length(context, pair.reshape(-1).astype(np.int64), np.zeros(contexts.size, np.int64),
+                                 np.zeros(pairs.size, np.int64), alphabet.size))
 
 
 def _kt_order(name: str) -> int | None:

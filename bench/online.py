@@ -547,15 +547,23 @@ def lifelong(args) -> str:
                                                          f"{np.abs(tau).max():.1f}", f"{np.abs(tau).mean():.3f}",
                                                          f"{saturated} of {V.shape[1] - 1}"]))
         print(lines[-1], flush=True)
-    fresh = [float(OnlineLearner(OnlineConfig()).learn(f.read_bytes()).sum()) for f in files]
+    fresh, cpu = [], []
+    for f in files:
+        learner, data = OnlineLearner(OnlineConfig()), f.read_bytes()
+        t0 = time.process_time()
+        fresh.append(float(learner.learn(data).sum()))
+        cpu.append(time.process_time() - t0)
     lines.append(_lifelong_row("fresh, one per file", fresh, sizes, ["", "", "", ""]))
+    lines.append("| fresh, one per file: bytes/s | " + f"{sum(sizes) / sum(cpu):,.0f} | "
+                 + " | ".join(f"{n / t:,.0f}" for n, t in zip(sizes, cpu)) + " |  |  |  |  |")
     kt = [kt_code_length_bits(f.read_bytes(), 3) for f in files]
     lines.append(_lifelong_row("kt-o3, one per file", kt, sizes, ["", "", "", ""]))
     lines += ["", f"Bits per byte of each pass of one learner over the nine logs back to back "
                   f"({sum(sizes):,} bytes a pass), of a fresh learner for each file, and of the adaptive order-3 "
                   "count model (kt-o3, `bench/baselines.py`) on each file; after each pass, the "
                   "windows whose step was rejected so far, the transition weights' largest and mean magnitude, "
-                  f"and the units whose potential passed ±{SATURATED:g} in the last window (|tanh| > 0.995)."]
+                  f"and the units whose potential passed ±{SATURATED:g} in the last window (|tanh| > 0.995). "
+                  "The fresh learners' speed is bytes over CPU seconds of their one pass, on one core."]
     held = held_out_files()
     if held:
         data = [f.read_bytes() for f in held]

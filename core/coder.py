@@ -78,15 +78,14 @@ def finish(st, out):
     return st[POS]
 
 
-@kernel
-def decoder_state(data):
-    """A decoder over ``data`` (the encoder's whole output)."""
+def decoder_state(data: np.ndarray) -> np.ndarray:
+    """A decoder over ``data`` (the encoder's whole output, uint8)."""
     st = np.zeros(STATE_FIELDS, dtype=np.int64)
     st[RANGE] = _MASK32
     st[POS] = 1  # the encoder's first byte is always 0
     code = 0
     for _ in range(4):
-        code = (code << 8) | _byte(data, st[POS])
+        code = (code << 8) | (int(data[st[POS]]) if st[POS] < len(data) else 0)
         st[POS] += 1
     st[CODE] = code
     return st

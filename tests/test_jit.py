@@ -42,3 +42,25 @@ def test_kernels_are_cached_in_the_fingerprinted_folder():
 
     assert isinstance(learn_buffer._cache, jit.SeqdCache)
     assert learn_buffer._cache.cache_path.startswith(jit.CACHE_DIR)
+
+
+
+def test_a_kernel_cannot_allocate():
+    """Kernels are compiled without reference counting (``jit`` module docstring), so one that would create an
+    array does not compile at all: the arrays a kernel uses come from its caller.  That the compiled kernels
+    count no references is checked on the coding path's machine code (``test_numerics_ir``)."""
+    import numpy as np
+    import pytest
+
+    def allocates(n):
+        return np.zeros(n).sum()
+
+    def fills(out):
+        for i in range(out.shape[0]):
+            out[i] = i
+
+    out = np.zeros(3)
+    numba.jit(**jit.FLAGS)(fills)(out)  # the flags every kernel gets, without the on-disk cache
+    assert out.tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(numba.core.errors.NumbaError):
+        numba.jit(**jit.FLAGS)(allocates)(3)

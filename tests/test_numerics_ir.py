@@ -14,7 +14,9 @@ only), then reads the LLVM IR and the assembly of every kernel of
 * any floating-point LLVM intrinsic other than sqrt, fabs, copysign and the
   vector loads and stores (``llvm.masked.gather`` ...): ``llvm.exp.*``,
   ``llvm.log.*``, ``llvm.fma.*``, ``llvm.fmuladd.*``, ``llvm.vector.reduce.fadd``...;
-* any fused multiply-add instruction in the assembly (``vfmadd...``).
+* any fused multiply-add instruction in the assembly (``vfmadd...``);
+* any reference counting (``NRT_incref``, ``NRT_decref``): kernels are compiled
+  without it (``core/jit.py``), which is a speed matter, not one of bits.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from seqd.core.container import compress, decompress
 
 data = b"".join(b"%d GET /item/%d 200 %dms\n" % (i, i * 31 % 977, i * 7 % 113) for i in range(400))
 assert decompress(compress(data)) == data
-RUNTIME = re.compile(r"(Py|_Py|NRT_|numba_(do_raise|gil_ensure|gil_release|runtime_build_excinfo_struct|unpickle)$)")
+RUNTIME = re.compile(r"(Py|_Py|NRT_|numba_(do_raise|gil_ensure|gil_release|runtime_build_excinfo_struct|unpickle|adapt_ndarray)$)")
 ALLOWED_INTRINSICS = re.compile(r"llvm\.(sqrt|fabs|copysign|masked\.(gather|scatter|load|store))\.")
 FLOAT_TYPES = re.compile(r"\.(v\d+)?(f16|f32|f64|f80|f128)\b")
 FMA = re.compile(r"\bv?f(n)?m(add|sub)(\d{3}|sub|add)")
@@ -54,6 +56,8 @@ for info in pkgutil.walk_packages(seqd.core.__path__, "seqd.core."):
                         report["problems"].append(f"{where}: intrinsic {callee}")
                 elif not (RUNTIME.match(callee) or callee.startswith("_ZN") or callee == "sqrt"):
                     report["problems"].append(f"{where}: calls {callee}")
+            if "NRT_incref" in ir or "NRT_decref" in ir:  # reference counting is off (core/jit.py)
+                report["problems"].append(f"{where}: counts references")
             for instruction in set(m.group(0) for m in FMA.finditer(obj.inspect_asm(sig))):
                 report["problems"].append(f"{where}: {instruction}")
 print(json.dumps(report))

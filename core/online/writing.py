@@ -23,9 +23,8 @@ def writing_step(w, h0, hd, scratch, sel_w, sel_row, sel_h, sel_P, sel_updates, 
     """The writing step for one symbol: the mixer's selected weights, then each voted symbol's context weights,
     then the network's writing weights, each on the error the ones before left (block Gauss-Seidel).
 
-    The arrays are the learner's own (``state.py``), passed one by one: a
-    kernel called once per symbol with the whole state would pay a reference
-    count for every array in it.  ``scratch[0]`` and ``scratch[1]`` receive
+    The arrays are the learner's own (``state.py``), passed one by one.
+    ``scratch[0]`` and ``scratch[1]`` receive
     each symbol's curvature pi_y (1 - pi_y) and error 1[y = target] - pi_y.
     """
     curv = scratch[0]
@@ -73,8 +72,8 @@ def writing_update(w, h0, hd, scratch, eta, hyper, a_t, first, width):
     """
     N1 = a_t.shape[0]
     g = hyper[H.writing_discount]
-    keep = 1.0 - g
-    prior = g * hyper[H.writing_prior]
+    keep_clock = 1.0 - g
+    prior_clock = g * hyper[H.writing_prior]
     # per-symbol quantities first (unit 0), then unit by unit with the symbol loop innermost,
     # which walks w, h0 and hd along their contiguous rows
     curv = scratch[0]
@@ -93,32 +92,38 @@ def writing_update(w, h0, hd, scratch, eta, hyper, a_t, first, width):
             keep_y[y] = 1.0 - gy
             prior_y[y] = gy * lam
     for y in range(first, width):
-        if evidence:
-            keep = keep_y[y]
-            prior = prior_y[y]
+        keep = keep_y[y] if evidence else keep_clock
+        prior = prior_y[y] if evidence else prior_clock
         h = keep * hd[0, y] + prior + curv[y]
         hd[0, y] = h
         h00[y] = h
         g0[y] = err[y] - prior * w[0, y]
         bias[y] = g0[y] / h
+    # two sweeps per unit, the sums and then the step, each with few enough arrays for the compiler
+    # to vectorise (one sweep has too many to check for overlap); every entry gets the same
+    # operations as in one sweep, so the same bits.  The sweeps run over range(width) and test
+    # y >= first: a loop from ``first`` would index with a value that might be negative, which
+    # Numba wraps around, and the wrap keeps the compiler from vectorising.
     for i in range(1, N1):
         ai = a_t[i]
         w_i = w[i]
         h0_i = h0[i]
         hd_i = hd[i]
-        for y in range(first, width):
-            c = curv[y]
-            if evidence:
-                keep = keep_y[y]
-                prior = prior_y[y]
-            h0i = keep * h0_i[y] + c * ai
-            hii = keep * hd_i[y] + prior + c * ai * ai
-            h0_i[y] = h0i
-            hd_i[y] = hii
-            ratio = h0i / h00[y]
-            step = (err[y] * ai - prior * w_i[y] - g0[y] * ratio) / (hii - h0i * ratio)
-            w_i[y] += eta * step
-            bias[y] -= ratio * step
+        for y in range(width):
+            if y >= first:
+                c = curv[y]
+                keep = keep_y[y] if evidence else keep_clock
+                prior = prior_y[y] if evidence else prior_clock
+                h0_i[y] = keep * h0_i[y] + c * ai
+                hd_i[y] = keep * hd_i[y] + prior + c * ai * ai
+        for y in range(width):
+            if y >= first:
+                prior = prior_y[y] if evidence else prior_clock
+                h0i = h0_i[y]
+                ratio = h0i / h00[y]
+                step = (err[y] * ai - prior * w_i[y] - g0[y] * ratio) / (hd_i[y] - h0i * ratio)
+                w_i[y] += eta * step
+                bias[y] -= ratio * step
     for y in range(first, width):
         w[0, y] += eta * bias[y]
 
