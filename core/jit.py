@@ -26,14 +26,14 @@ nowhere else:
 * ``error_model="numpy"``: division by zero gives inf/nan like NumPy instead of
   raising, so a kernel never needs Python-level exception handling.
 * reference counting (Numba's runtime, NRT) is **off**: a kernel reads and
-  writes arrays its caller owns, and holds for the length of the call, and
-  allocates none.  With it on, every array a kernel is given, every array in
-  a state tuple it is given and every view it makes (a row, a block) has its
-  count raised and lowered again by atomic operations: about 1,200 times per
-  symbol for seed 000's GLNN (``docs/benchmarks.md``, "Speed without
-  reference counting").  Numba refuses to compile a kernel that creates or
-  returns a new array without it, so the promise is checked as each kernel
-  compiles: allocate in Python and pass the array in.
+  writes arrays that its caller owns and keeps alive for the length of the
+  call, and allocates none.  With it on, every array a kernel is given,
+  every array in a state tuple it is given and every view it makes (a row,
+  a block) has its count raised and lowered again by atomic operations:
+  about 1,200 times per symbol for seed 000's GLNN (``docs/benchmarks.md``,
+  "Speed without reference counting").  Numba refuses to compile a kernel
+  that creates or returns a new array without it, so the promise is checked
+  as each kernel compiles: allocate in Python and pass the array in.
 
 Setting the environment variable ``NUMBA_DISABLE_JIT=1`` runs every kernel as
 plain Python, which is how the coverage run and the slow references are used.

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 import numba
+import numpy as np
+import pytest
 
 from seqd.core import jit
 
@@ -44,13 +46,10 @@ def test_kernels_are_cached_in_the_fingerprinted_folder():
     assert learn_buffer._cache.cache_path.startswith(jit.CACHE_DIR)
 
 
-
 def test_a_kernel_cannot_allocate():
     """Kernels are compiled without reference counting (``jit`` module docstring), so one that would create an
     array does not compile at all: the arrays a kernel uses come from its caller.  That the compiled kernels
     count no references is checked on the coding path's machine code (``test_numerics_ir``)."""
-    import numpy as np
-    import pytest
 
     def allocates(n):
         return np.zeros(n).sum()

@@ -24,8 +24,8 @@ def writing_step(w, h0, hd, scratch, sel_w, sel_row, sel_h, sel_P, sel_updates, 
     then the network's writing weights, each on the error the ones before left (block Gauss-Seidel).
 
     The arrays are the learner's own (``state.py``), passed one by one.
-    ``scratch[0]`` and ``scratch[1]`` receive
-    each symbol's curvature pi_y (1 - pi_y) and error 1[y = target] - pi_y.
+    ``scratch[0]`` and ``scratch[1]`` receive each symbol's curvature
+    pi_y (1 - pi_y) and error 1[y = target] - pi_y.
     """
     curv = scratch[0]
     err = scratch[1]
