@@ -28,13 +28,40 @@ def softmax_offset_into(a_t, w, offset, out, numerics):
 
 
 @inline_kernel
+def _next_voter(a_t, i):
+    """The first unit from ``i`` on whose activity is not 0 (``a_t.shape[0]`` if none)."""
+    while i < a_t.shape[0] and a_t[i] == 0.0:
+        i += 1
+    return i
+
+
+@inline_kernel
 def _vote_and_normalize(a_t, w, out, numerics):
+    # the units' votes: each output adds them in the order of the units, skipping a unit whose activity
+    # is 0, as one pass per unit would; four units per pass over the outputs load and store each output
+    # once instead of four times (the same operations on each number, so the same bits)
     A = w.shape[1]
-    for i in range(w.shape[0]):
+    N = w.shape[0]
+    i = _next_voter(a_t, 0)
+    while i < N:
+        j = _next_voter(a_t, i + 1)
+        k = _next_voter(a_t, j + 1) if j < N else N
+        r = _next_voter(a_t, k + 1) if k < N else N
         ai = a_t[i]
-        if ai != 0.0:
+        if r < N:
+            aj, ak, ar = a_t[j], a_t[k], a_t[r]
+            for y in range(A):
+                out[y] = out[y] + ai * w[i, y] + aj * w[j, y] + ak * w[k, y] + ar * w[r, y]
+            i = _next_voter(a_t, r + 1)
+        else:  # the last one to three units
             for y in range(A):
                 out[y] += ai * w[i, y]
+            for q in (j, k):
+                if q < N:
+                    aq = a_t[q]
+                    for y in range(A):
+                        out[y] += aq * w[q, y]
+            break
     top = out[0]
     for y in range(1, A):
         if out[y] > top:
