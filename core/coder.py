@@ -81,14 +81,20 @@ def finish(st, out):
 def decoder_state(data: np.ndarray) -> np.ndarray:
     """A decoder over ``data`` (the encoder's whole output, uint8)."""
     st = np.zeros(STATE_FIELDS, dtype=np.int64)
+    _start_decoding(st, data)
+    return st
+
+
+@kernel
+def _start_decoding(st, data):
+    """Read the code's first bytes from ``data`` into a zeroed decoder state ``st``."""
     st[RANGE] = _MASK32
     st[POS] = 1  # the encoder's first byte is always 0
     code = 0
     for _ in range(4):
-        code = (code << 8) | (int(data[st[POS]]) if st[POS] < len(data) else 0)
+        code = (code << 8) | _byte(data, st[POS])
         st[POS] += 1
     st[CODE] = code
-    return st
 
 
 @inline_kernel

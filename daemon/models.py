@@ -31,10 +31,19 @@ _BYTES_0_2 = dict(_BYTES_0_3, selected_weights=False)  # and no mixer
 # tau without its pull, the writing sums by the clock, the transition rate starting at 1/N
 _GLNN_0_11 = dict(credit_horizon=0)
 _GLNN_0_10 = dict(_GLNN_0_11, metric_prior=1.0, transition_prior=False, writing_evidence_floor=1.0, transition_rate=None)
-EARLIER = {"bytes": tuple((lambda before: lambda **overrides: OnlineConfig.bytes_default(**{**before, **overrides}))(b)
-                          for b in (_BYTES_0_8, _BYTES_0_7, _BYTES_0_6, _BYTES_0_5, _BYTES_0_4, _BYTES_0_3, _BYTES_0_2)),
-           "glnn": tuple((lambda before: lambda **overrides: OnlineConfig(**{**before, **overrides}))(g)
-                         for g in (_GLNN_0_11, _GLNN_0_10))}
+
+
+def _earlier(make, *befores):
+    """One builder per earlier version: ``make`` (a preset's) with that version's settings, then the overrides."""
+    def builder(before):
+        return lambda **overrides: make(**{**before, **overrides})
+
+    return tuple(builder(b) for b in befores)
+
+
+EARLIER = {"bytes": _earlier(OnlineConfig.bytes_default, _BYTES_0_8, _BYTES_0_7, _BYTES_0_6, _BYTES_0_5, _BYTES_0_4,
+                             _BYTES_0_3, _BYTES_0_2),
+           "glnn": _earlier(OnlineConfig, _GLNN_0_11, _GLNN_0_10)}
 
 
 def is_earlier_preset(config: OnlineConfig, preset: str | None, overrides: dict | None) -> bool:

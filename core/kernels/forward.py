@@ -102,10 +102,9 @@ def forward(net, x, chi, w, v0, V, a, pi):
     """
     T = x.shape[0]
     V[0, 0] = 0.0
-    for j in range(1, V.shape[1]):
-        V[0, j] = v0[j]
     a[0, 0] = 1.0
     for j in range(1, V.shape[1]):
+        V[0, j] = v0[j]
         a[0, j] = activate(V[0, j], net.activation, net.numerics)
     loglik = 0.0
     for t in range(T):
