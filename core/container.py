@@ -64,6 +64,7 @@ PRESETS = {
         "transition_prior": False,  # nor the pull of the metric prior on the units' transition weights
         "writing_evidence_floor": 1.0,  # its writing sums were discounted by the clock
         "credit_horizon": 0,  # nor credit beyond the window for its units' transitions
+        "close_escape": False,  # the escape kept its share until the window that filled the alphabet ended
     },
 }
 PRESETS["bytes-2"] = {**PRESETS["bytes-1"], "numerics": "ieee"}  # bytes-1 with seqd's own exp/log/tanh
@@ -78,7 +79,8 @@ PRESETS["bytes-8"] = {**PRESETS["bytes-7"], "field_selecting_fields": 16,  # byt
                       "field_selecting_positions": 8}  # (0-14, then the rest) and position in it (0-6, then the rest)
 PRESETS["bytes-9"] = {**PRESETS["bytes-8"], "unit_selected_weights": True,  # bytes-8, the unit-selected weights
                       "probability_maps": True}  # and the probability maps
-PRESET = "bytes-9"
+PRESETS["bytes-10"] = {**PRESETS["bytes-9"], "close_escape": True}  # bytes-9, the escape closed when the alphabet fills
+PRESET = "bytes-10"
 
 
 class FormatError(ValueError):

@@ -19,7 +19,8 @@ from ..core.online.config import MODELS as PRESETS
 
 # Earlier versions of a preset, for streams an older seqd created with it: such a stream keeps its model, and
 # a create with exist_ok that names the preset still finds it.  What each earlier "bytes" had instead of today's:
-_BYTES_0_8 = dict(unit_selected_weights=False, probability_maps=False)
+_BYTES_0_12 = dict(close_escape=False)
+_BYTES_0_8 = dict(_BYTES_0_12, unit_selected_weights=False, probability_maps=False)
 _BYTES_0_7 = dict(_BYTES_0_8, field_selecting_fields=1, field_selecting_positions=4)
 _BYTES_0_6 = dict(_BYTES_0_7, order2_selected_weights=False)
 _BYTES_0_5 = dict(_BYTES_0_6, number_context=False)
@@ -27,9 +28,11 @@ _BYTES_0_4 = dict(_BYTES_0_5, field_selected_weights=False)
 _BYTES_0_3 = dict(_BYTES_0_4, context_orders=(1, 2, 3, 4, 6, 8, 12, 16), field_column_context=False,
                   indirect_context=False)
 _BYTES_0_2 = dict(_BYTES_0_3, selected_weights=False)  # and no mixer
-# ... and what "glnn" had before seqd 0.12: no credit beyond the window; before seqd 0.11, also the prior's mass on
-# tau without its pull, the writing sums by the clock, the transition rate starting at 1/N
-_GLNN_0_11 = dict(credit_horizon=0)
+# ... and what "glnn" had before seqd 0.13: the escape's share kept until the window that filled the alphabet ended;
+# before seqd 0.12, also no credit beyond the window; before seqd 0.11, also the prior's mass on tau without its
+# pull, the writing sums by the clock, the transition rate starting at 1/N
+_GLNN_0_12 = dict(close_escape=False)
+_GLNN_0_11 = dict(_GLNN_0_12, credit_horizon=0)
 _GLNN_0_10 = dict(_GLNN_0_11, metric_prior=1.0, transition_prior=False, writing_evidence_floor=1.0, transition_rate=None)
 
 
@@ -41,9 +44,9 @@ def _earlier(make, *befores):
     return tuple(builder(b) for b in befores)
 
 
-EARLIER = {"bytes": _earlier(OnlineConfig.bytes_default, _BYTES_0_8, _BYTES_0_7, _BYTES_0_6, _BYTES_0_5, _BYTES_0_4,
+EARLIER = {"bytes": _earlier(OnlineConfig.bytes_default, _BYTES_0_12, _BYTES_0_8, _BYTES_0_7, _BYTES_0_6, _BYTES_0_5, _BYTES_0_4,
                              _BYTES_0_3, _BYTES_0_2),
-           "glnn": _earlier(OnlineConfig, _GLNN_0_11, _GLNN_0_10)}
+           "glnn": _earlier(OnlineConfig, _GLNN_0_12, _GLNN_0_11, _GLNN_0_10)}
 
 
 def is_earlier_preset(config: OnlineConfig, preset: str | None, overrides: dict | None) -> bool:

@@ -89,6 +89,7 @@ REGISTRY: list[Entry] = [
     Entry("gnn", lambda: OnlineConfig(**SMALL, model="gnn")),
     Entry("window-credit-only", lambda: OnlineConfig(**SMALL, credit_horizon=0)),  # seqd 0.11's glnn
     Entry("credit-short-horizon", lambda: OnlineConfig(**SMALL, credit_horizon=1)),  # its scale folded often
+    Entry("escape-until-window-end", lambda: OnlineConfig(**SMALL, close_escape=False)),  # seqd 0.12's escape
     Entry("logistic", lambda: OnlineConfig(**SMALL, activation="logistic")),
     Entry("context-units", lambda: OnlineConfig(units=4, degree=2, alphabet_cap=128, window=5, **SOURCES, **TABLES)),
     Entry("context-only", lambda: OnlineConfig(units=0, alphabet_cap=256, window=5, **SOURCES, **TABLES),

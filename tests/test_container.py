@@ -228,7 +228,8 @@ def test_a_file_with_seqd_0_3s_field_column_is_refused_and_a_newer_preset_asks_f
     for preset in ("bytes-2", "bytes-3"):
         with pytest.raises(FormatError, match="field column of seqd 0.3.*decompress it with seqd 0.3"):
             container.read_header(io.BytesIO(_header_naming(preset, {"field_column_context": True})))
-    before_9 = dict(unit_selected_weights=False, probability_maps=False)  # no unit set, no maps before bytes-9
+    before_10 = dict(close_escape=False)  # the escape kept until the window ended before bytes-10
+    before_9 = dict(before_10, unit_selected_weights=False, probability_maps=False)  # no unit set, no maps before bytes-9
     rows_0_7 = dict(before_9, field_selecting_fields=1, field_selecting_positions=4)  # the field set's rows before bytes-8
     header = container.read_header(io.BytesIO(_header_naming("bytes-4", {})))
     assert header.config == OnlineConfig.bytes_default(field_selected_weights=False, number_context=False,
@@ -243,6 +244,8 @@ def test_a_file_with_seqd_0_3s_field_column_is_refused_and_a_newer_preset_asks_f
         == OnlineConfig.bytes_default(**rows_0_7)
     assert container.read_header(io.BytesIO(_header_naming("bytes-8", {}))).config \
         == OnlineConfig.bytes_default(**before_9)
+    assert container.read_header(io.BytesIO(_header_naming("bytes-9", {}))).config \
+        == OnlineConfig.bytes_default(**before_10)
     with pytest.raises(FormatError, match="newer than this seqd knows: upgrade seqd"):
         container.read_header(io.BytesIO(_header_naming("bytes-99", {})))
 

@@ -32,7 +32,7 @@ from seqd.core.kernels.network import Network
 from seqd.core.kernels.transition import TransitionSums, accumulate_transition
 from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online import snapshot, tables
-from seqd.core.online.alphabet import activate_symbol
+from seqd.core.online.alphabet import RETIRED_ESCAPE_BIAS, activate_symbol
 from seqd.core.online.config import F, H
 from seqd.core.online.credit import TINY_SCALE, advance_credit
 from seqd.core.online.metric_blocks import block_step, contribution_and_step, metric_contribution
@@ -362,6 +362,53 @@ def test_window_gradient_equals_batch_gradient(model, activation, method, escape
         assert np.all(st.block_updates[c, 1:] == np.count_nonzero(st.x[:K] == c))
 
 
+def _closed_window_loglik(st, cfg, tau, closed_from):
+    """sum_k log pi_k(target_k) over the window's outputs 1..K from its first state, in NumPy: the states by
+    eq. (13) with transition weights ``tau``, each output a softmax over the active codes (eq. 6) that leaves
+    the escape out from output ``closed_from`` on (the alphabet filled inside the window)."""
+    width = int(st.counts[ACTIVE]) + 1
+    w = st.w[:, :width]
+    V, a = st.V[0].copy(), st.a[0].copy()
+    total = 0.0
+    for k in range(cfg.window + 1):
+        if k >= 1:
+            logits = a @ w
+            codes = np.arange(1 if k >= closed_from else 0, width)
+            pi = naive.softmax(logits[codes])
+            total += math.log(pi[list(codes).index(st.targets[k])])
+        V, a = naive.one_step(V, a, st.x[k], tau, None, st.inputs, cfg.leak, True, cfg.activation)
+    return total
+
+
+@pytest.mark.parametrize("method", ["rbpm", "qdrbpm"])
+def test_a_window_in_which_the_alphabet_fills_learns_the_predictions_it_scored(method):
+    """When the alphabet fills inside a window, its later outputs were predicted without the escape; the
+    window's gradient is that of those predictions' log-likelihood (central finite differences of a NumPy
+    forward pass), and the predictions it recomputes are theirs."""
+    closed_from = 3
+    cfg, st, hyper, flags, width = _window_problem(3, method, prior=False)
+    cfg = dataclasses.replace(cfg, alphabet_cap=width - 1)  # every symbol is active: the alphabet is full
+    flags = cfg.flags()
+    st.offset[closed_from:, 0] = RETIRED_ESCAPE_BIAS  # what predict_step leaves for outputs once it is full
+    tau = st.tau.copy()
+    before, _ = window_gradient(st, hyper, flags, width)
+    assert before == pytest.approx(_closed_window_loglik(st, cfg, tau, closed_from), rel=1e-12)
+    assert np.all(st.pi[closed_from:cfg.window + 1, 0] == 0.0) and np.all(st.pi[1:closed_from, 0] > 0.0)
+    h = 1e-6
+    checked = 0
+    for code in range(1, width):
+        for j in range(1, st.inputs.shape[0]):
+            for q in range(st.inputs.shape[1]):
+                up, down = tau.copy(), tau.copy()
+                up[code, j, q] += h
+                down[code, j, q] -= h
+                fd = (_closed_window_loglik(st, cfg, up, closed_from)
+                      - _closed_window_loglik(st, cfg, down, closed_from)) / (2 * h)
+                assert st.G[code, j, q] == pytest.approx(fd, rel=1e-5, abs=1e-7), (code, j, q)
+                checked += st.G[code, j, q] != 0.0
+    assert checked > 10
+
+
 def _dense_window_metric(cfg, st_x, a, m, inputs, code, j, quasi_diagonal, first=None):
     """The discounted metric of block (code, j) after the window's contributions, from the prior; ``first``,
     (u, modulus), is a contribution before them (the credit beyond the window's)."""
@@ -658,12 +705,13 @@ def test_a_snapshot_without_the_settings_of_seqd_0_11_is_a_learner_of_seqd_0_10_
     mass and the clock's writing discount, and a snapshot it wrote restores as such
     (``OnlineConfig.from_settings``), not with today's defaults."""
     cfg = OnlineConfig(units=4, degree=2, alphabet_cap=8, window=3, metric_prior=1.0, transition_prior=False,
-                       writing_evidence_floor=1.0, transition_rate=None, credit_horizon=0)
+                       writing_evidence_floor=1.0, transition_rate=None, credit_horizon=0, close_escape=False)
     x = np.random.default_rng(3).integers(0, 8, 600)
     learner = OnlineLearner(cfg)
     learner.learn(x[:300])
     restored = OnlineLearner.from_bytes(_snapshot_built_here(
-        learner, 8, snapshot.NEW_IN_9, without_settings=("transition_prior", "writing_evidence_floor", "credit_horizon")))
+        learner, 8, snapshot.NEW_IN_9,
+        without_settings=("transition_prior", "writing_evidence_floor", "credit_horizon", "close_escape")))
     assert restored.config == cfg
     assert np.array_equal(restored.learn(x[300:]), learner.learn(x[300:]))
     # and each of today's settings learns differently on the same symbols: neither is ignored
@@ -672,15 +720,29 @@ def test_a_snapshot_without_the_settings_of_seqd_0_11_is_a_learner_of_seqd_0_10_
                                   OnlineLearner(cfg).learn(x))
 
 
+def test_a_snapshot_without_close_escape_is_a_learner_of_seqd_0_12_and_continues_exactly():
+    """seqd 0.12 wrote no ``close_escape``: its learners kept the escape's share until the window that filled
+    the alphabet ended, and a snapshot it wrote (taken inside that window) restores as such."""
+    cfg = OnlineConfig(units=4, degree=2, alphabet_cap=8, window=16, close_escape=False)
+    x = np.random.default_rng(5).integers(0, 8, 600)
+    learner = OnlineLearner(cfg)
+    learner.learn(x[:40])
+    restored = OnlineLearner.from_bytes(_snapshot_built_here(learner, snapshot.FORMAT_VERSION, (), ("close_escape",)))
+    assert restored.config == cfg
+    assert np.array_equal(restored.learn(x[40:]), learner.learn(x[40:]))
+    assert not np.array_equal(OnlineLearner(dataclasses.replace(cfg, close_escape=True)).learn(x),
+                              OnlineLearner(cfg).learn(x))
+
+
 def test_a_snapshot_without_the_credit_beyond_the_window_is_a_learner_of_seqd_0_11_and_continues_exactly():
     """seqd 0.11 wrote no ``credit_horizon`` and no sensitivities (format 8): its learners credited the window
     alone, and a snapshot it wrote restores as such, not with today's default horizon; a format-8 snapshot
     that claims the credit is refused."""
-    cfg = OnlineConfig(units=4, degree=2, alphabet_cap=8, window=3, credit_horizon=0)
+    cfg = OnlineConfig(units=4, degree=2, alphabet_cap=8, window=3, credit_horizon=0, close_escape=False)
     x = np.random.default_rng(4).integers(0, 8, 600)
     learner = OnlineLearner(cfg)
     learner.learn(x[:300])
-    old = _snapshot_built_here(learner, 8, snapshot.NEW_IN_9, ("credit_horizon",))
+    old = _snapshot_built_here(learner, 8, snapshot.NEW_IN_9, ("credit_horizon", "close_escape"))
     restored = OnlineLearner.from_bytes(old)
     assert restored.config == cfg and restored.state.credit.size == 0
     assert np.array_equal(restored.learn(x[300:]), learner.learn(x[300:]))
@@ -699,14 +761,16 @@ MIXER_SETTINGS = ("selected_weights", "selected_prior", "selected_step", "select
 @pytest.mark.parametrize("version", [2, 3, 4, 5, 6])
 def test_an_older_snapshot_restores_without_what_it_did_not_have_and_continues_exactly(version):
     cfg = OnlineConfig(units=3, degree=2, context_orders=(1, 2, 3), word_context=True, match_min=4,
-                       context_bits=10, history_bits=10, match_bits=10, selected_weights=version >= 3, credit_horizon=0)
+                       context_bits=10, history_bits=10, match_bits=10, selected_weights=version >= 3, credit_horizon=0,
+                       close_escape=False)
     x = np.frombuffer(b"GET /index.html 200\nGET /login 302\nPOST /login 200\n" * 30, dtype=np.uint8)
     learner = OnlineLearner(cfg)
     learner.learn(x[:700])
     lacked = snapshot.NEW_IN_9 + snapshot.NEW_IN_8 + snapshot.NEW_IN_7 + (snapshot.NEW_IN_6 if version < 6 else ()) \
         + (snapshot.NEW_IN_5 if version < 5 else ()) + (snapshot.NEW_IN_4 if version < 4 else ()) \
         + (snapshot.NEW_IN_3 if version < 3 else ())
-    old = _snapshot_built_here(learner, version, lacked, ("number_context", "probability_maps", "credit_horizon")
+    old = _snapshot_built_here(learner, version, lacked, ("number_context", "probability_maps", "credit_horizon",
+                                                          "close_escape")
                                + (("field_selected_weights",) if version < 6 else ())
                                + (("indirect_context",) if version < 5 else ())
                                + (("field_column_context",) if version < 4 else ()) + (MIXER_SETTINGS if version < 3 else ()))
@@ -909,6 +973,28 @@ def test_open_alphabet_code_lengths_and_predictions(method):
     assert np.all(np.isfinite(more)) and np.all(more > 0.0)
     assert learner.stats["alphabet_size"] == cap
     assert learner.stats["symbols"] == len(x) + 500
+
+
+@pytest.mark.parametrize("close", [True, False], ids=["closed", "seqd-0.12"])
+def test_the_escape_gets_nothing_from_the_symbol_after_the_alphabet_fills(close):
+    """The symbol that fills the alphabet is the last that can be a first occurrence: from the next one on the
+    escape's probability is exactly 0, although the escape is retired only when the window ends (as seqd 0.12,
+    ``close_escape=False``, kept its share until then)."""
+    cap, K = 4, 16
+    learner = OnlineLearner(OnlineConfig(units=4, degree=2, alphabet_cap=cap, window=K, close_escape=close))
+    learner.learn([0, 1, 2, 3])  # full after 4 symbols, well inside the first window
+    seen = set()
+    for symbol in [0, 1, 2, 3] * 4:
+        retired = learner.state.w[0, 0] == RETIRED_ESCAPE_BIAS  # at the end of the window that filled it
+        dist, proba = learner.predict_proba_one(), learner.predict_proba()
+        assert proba.sum() == pytest.approx(1.0 - dist[None], abs=1e-12)  # the escape's share names no symbol
+        if close or retired:
+            assert dist[None] == 0.0
+        else:
+            assert dist[None] > 0.0
+        seen.add(retired)
+        learner.learn([symbol])
+    assert seen == {False, True}  # the 16 symbols reach past the window that filled the alphabet
 
 
 def test_predict_proba_sums_to_one_when_alphabet_is_full():

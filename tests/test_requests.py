@@ -203,7 +203,8 @@ def test_streams_being_created_count_against_the_memory_budget(tmp_path):
         daemon.close()
 
 
-BYTES_0_8 = {"unit_selected_weights": False, "probability_maps": False}
+BYTES_0_12 = {"close_escape": False}
+BYTES_0_8 = {**BYTES_0_12, "unit_selected_weights": False, "probability_maps": False}
 BYTES_0_7 = {**BYTES_0_8, "field_selecting_fields": 1, "field_selecting_positions": 4}
 BYTES_0_6 = {**BYTES_0_7, "order2_selected_weights": False}
 BYTES_0_5 = {**BYTES_0_6, "number_context": False}
@@ -214,11 +215,12 @@ BYTES_0_3 = {**BYTES_0_4, "context_orders": [1, 2, 3, 4, 6, 8, 12, 16], "field_c
 
 @pytest.mark.parametrize("version, before", [("0.2", {**BYTES_0_3, "selected_weights": False}), ("0.3", BYTES_0_3),
                                              ("0.4", BYTES_0_4), ("0.5", BYTES_0_5), ("0.6", BYTES_0_6),
-                                             ("0.7", BYTES_0_7), ("0.8", BYTES_0_8)])
+                                             ("0.7", BYTES_0_7), ("0.8", BYTES_0_8), ("0.12", BYTES_0_12)])
 def test_exist_ok_finds_a_stream_an_earlier_seqd_made_with_the_preset(daemon, version, before):
     """A stream created by seqd 0.2 (no mixer), 0.3 (no field column or indirect source, order 8), 0.4 (no
     field-selected weights), 0.5 (no number source), 0.6 (no order-2-selected weights), 0.7 (the field set's
-    32 rows) or 0.8 (no unit-selected weights, no probability maps) with the "bytes" preset is that preset's stream, as it was made."""
+    32 rows), 0.8 (no unit-selected weights, no probability maps) or 0.12 (the escape kept until the window
+    ends) with the "bytes" preset is that preset's stream, as it was made."""
     daemon.create("old", {**SMALL_BYTES, **before})  # the model that seqd made for "bytes"
     again = daemon("create", stream="old", exist_ok=True, preset="bytes", config=SMALL_BYTES)
     assert again.ok and again.result["created"] is False
@@ -229,10 +231,11 @@ def test_exist_ok_finds_a_stream_an_earlier_seqd_made_with_the_preset(daemon, ve
 
 
 @pytest.mark.parametrize("before", [
-    {"credit_horizon": 0},  # seqd 0.11: no credit beyond the window
+    {"close_escape": False},  # seqd 0.12: the escape kept its share until the window that filled the alphabet ended
+    {"close_escape": False, "credit_horizon": 0},  # seqd 0.11: also no credit beyond the window
     # seqd 0.10 and earlier: also the prior's mass on tau only and the writing sums discounted by the clock
-    {"credit_horizon": 0, "metric_prior": 1.0, "transition_prior": False, "writing_evidence_floor": 1.0,
-     "transition_rate": None}], ids=["0.11", "0.10"])
+    {"close_escape": False, "credit_horizon": 0, "metric_prior": 1.0, "transition_prior": False,
+     "writing_evidence_floor": 1.0, "transition_rate": None}], ids=["0.12", "0.11", "0.10"])
 def test_exist_ok_finds_a_glnn_stream_an_earlier_seqd_made(daemon, before):
     """A "glnn" stream an earlier seqd made is still that preset's, and keeps its model."""
     daemon.create("old", {"units": 4, **before}, preset="glnn")

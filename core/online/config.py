@@ -66,6 +66,7 @@ FLAGS = (
     "probability_maps",
     "transition_prior",
     "credit_horizon",
+    "close_escape",
 )
 
 
@@ -76,7 +77,7 @@ def positions(name: str, names: tuple[str, ...]):
 
 # settings an earlier seqd did not write, and what it did instead: a snapshot, stream.json or header without
 # one of them means this value (``OnlineConfig.from_settings``)
-UNWRITTEN = {"transition_prior": False, "writing_evidence_floor": 1.0, "credit_horizon": 0}
+UNWRITTEN = {"transition_prior": False, "writing_evidence_floor": 1.0, "credit_horizon": 0, "close_escape": False}
 
 MAX_CREDIT_HORIZON = 60  # 1 - 2^-60 rounds to 1: sensitivities that never decay
 
@@ -118,6 +119,9 @@ class OnlineConfig:
     # credit beyond the window (credit.py): each unit's forward sensitivities along its self-loop, kept over a
     # horizon of about 2^credit_horizon symbols (decay 1 - 2^-h; 0: none, the window's BPTT alone as in seqd 0.11)
     credit_horizon: int = 10
+    # once every symbol of the alphabet has been seen, the escape gets no probability from the next symbol on; off: it
+    # keeps its share until the window ends and it is retired (seqd 0.12 and earlier)
+    close_escape: bool = True
     max_transition_rate: float = 1.0  # eta_tau <= 1: never beyond the Newton step of the discounted metric
     rate_growth: float = 1.1
     rate_shrink: float = 0.5

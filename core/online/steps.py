@@ -61,6 +61,11 @@ def predict_step(st, flags):
                  st.number_int, st.number_digits, st.number_stats, st.code_of, st.numerics, st.feat, st.feat_nz,
                  st.ctx_w, st.sel_w, st.sel_row, st.fsel_w, st.fsel_row, flags[F.alphabet_cap], flags[F.context_bits],
                  st.offset[k], width)
+    if flags[F.close_escape] == 1 and width > flags[F.alphabet_cap] and st.w[0, 0] != RETIRED_ESCAPE_BIAS:
+        # the alphabet is full and the window that filled it still runs: the escape cannot occur, so it
+        # votes the retired bias; the offset row is the window's record of that, used again when the
+        # window recomputes this prediction (window._window_loglik)
+        st.offset[k, 0] = RETIRED_ESCAPE_BIAS
     softmax_offset_into(st.a[k], st.w[:, :width], st.offset[k], st.pi[k, :width], st.numerics)
     if st.maps.shape[0] > 0:
         refine(st.maps, st.map_at, st.map_frac, st.coded, st.pi[k], st.hist, st.ctx_int, st.code_of, st.fsel_row,
