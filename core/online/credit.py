@@ -38,7 +38,7 @@ from __future__ import annotations
 from ..jit import kernel
 from ..kernels.activation import slope
 from .config import F, H
-from .metric_blocks import metric_contribution
+from .metric_blocks import contribute
 
 TINY_SCALE = 2.0 ** -256  # a unit's scale below it is folded into its stored sensitivities
 
@@ -62,10 +62,9 @@ def credit_before_window(st, hyper, flags, n_touched):
             scale = st.credit_scale[j]
             for r in range(D):
                 u[r] = scale * st.credit[code, j, r]
-                st.G[code, j, r] += b * u[r]
-            metric_contribution(st.metric[code, j], u, st.m[0, j], hyper[H.metric_discount], hyper[H.metric_prior],
-                                st.block_updates[code, j], qd, work)
-            st.block_updates[code, j] += 1
+            st.block_updates[code, j] = contribute(st.G[code, j], st.metric[code, j], u, b, st.m[0, j],
+                                                   hyper[H.metric_discount], hyper[H.metric_prior],
+                                                   st.block_updates[code, j], qd, work)
 
 
 @kernel

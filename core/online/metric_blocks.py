@@ -128,6 +128,16 @@ def metric_contribution(block, u, weight, discount, prior, updates, quasi_diagon
 
 
 @inline_kernel
+def contribute(grad, block, u, b, weight, discount, prior, updates, quasi_diagonal, work):
+    """One contribution to a transition block: b u to its gradient ``grad`` and weight u u^T to its metric
+    (``metric_contribution``; eq. 26); returns the block's count of contributions, one more."""
+    for r in range(u.shape[0]):
+        grad[r] += b * u[r]
+    metric_contribution(block, u, weight, discount, prior, updates, quasi_diagonal, work)
+    return updates + 1
+
+
+@inline_kernel
 def contribution_and_step(block, u, weight, discount, prior, updates, grad, out, work):
     """``metric_contribution`` on a full block, then out = P grad (``block_step``)."""
     _full_update(block, u, weight, discount, prior, updates, work, grad, out)
