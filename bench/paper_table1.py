@@ -10,6 +10,7 @@ Runs go two at a time (one core each); results are written to
     python bench/paper_table1.py                       # the full table (about 1 h on 2 cores)
     python bench/paper_table1.py --budget-scale 0.05   # a quick look
     python bench/paper_table1.py --xor                 # distant XOR, T = 20, 8 seeds
+    python bench/paper_table1.py --ctw                 # the CTW sanity check, a sweep of depths (seconds)
 """
 
 from __future__ import annotations
@@ -86,6 +87,49 @@ def table1(args) -> str:
     return "\n".join(lines)
 
 
+PAPER_CTW = {"alphabet": 18272.1, "music": 3611.0, "anbn": 143.5}  # seed 000, Table 1, "Context tree weighting"
+CTW_DEPTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+CTW_ALPHAS = (1 / 2, 1 / 8, 1 / 32, 1 / 128)  # the estimate's pseudo-count; 1/2 is Krichevsky-Trofimov's
+CTW_SEEDS = (0, 1, 2)
+
+
+def ctw(args) -> str:
+    """Seed 000's sanity check: CTW reads the training sequence, then the validation sequence, whose code
+    length minus the true model's is the regret; a sweep of depths and pseudo-counts, three draws."""
+    import numpy as np
+
+    from seqd.core import tasks
+    from seqd.core.ctw import CTWConfig, CTWLearner
+
+    lines = ["| task | draw | KT (alpha = 1/2), best depth | best over the sweep (D, alpha) | regret by depth, "
+             "at that alpha | paper |", "|---|---:|---:|---:|---|---:|"]
+    for task in PAPER_CTW:
+        for seed in CTW_SEEDS:
+            train = tasks.generate(task, np.random.default_rng([seed, 0]), None)
+            valid = tasks.generate(task, np.random.default_rng([seed, 1]), None)
+            regret = {}
+            for alpha in CTW_ALPHAS:
+                for depth in CTW_DEPTHS:
+                    learner = CTWLearner(CTWConfig(alphabet_cap=len(train.alphabet), depth=depth, node_bits=20,
+                                                   alpha=alpha))
+                    learner.learn(train.symbols)
+                    bits = learner.learn(valid.symbols)
+                    regret[depth, alpha] = float((bits * valid.predict_mask).sum()) + valid.true_log2_likelihood
+                print(f"{task} draw {seed} alpha {alpha:g}: " + ", ".join(
+                    f"D={d} {regret[d, alpha]:.1f}" for d in CTW_DEPTHS), flush=True)
+            kt = min(CTW_DEPTHS, key=lambda d: regret[d, 0.5])
+            best_d, best_a = min(regret, key=regret.get)
+            by_depth = " / ".join(f"{regret[d, best_a]:,.0f}" for d in CTW_DEPTHS)
+            lines.append(f"| {task} | {seed} | {regret[kt, 0.5]:,.1f} (D = {kt}) | **{regret[best_d, best_a]:,.1f}** "
+                         f"(D = {best_d}, 1/{round(1 / best_a)}) | {by_depth} | {PAPER_CTW[task]:,.1f} |")
+    lines += ["", "Regret (bits) on the validation sequence of each task at the paper's sizes (draw s: training "
+                  "sequence from random generator [s, 0], validation from [s, 1], as `bench/online.py tasks` "
+                  "draws them with s = 0); `seqd.core.ctw` over the task's alphabet, depths D = "
+                  + ", ".join(map(str, CTW_DEPTHS)) + ", pseudo-counts alpha = 1/2, 1/8, 1/32, 1/128, a pool of "
+                  "2^20 nodes. Paper: seed 000's Table 1."]
+    return "\n".join(lines)
+
+
 def xor(args) -> str:
     jobs = [["train", "--task", "xor", "--length", str(args.xor_length), "--size", str(args.xor_lines),
              "--model", "glnn", "--method", args.xor_method, "--units", "10", "--degree", "10",
@@ -126,6 +170,7 @@ def main() -> int:
                    help="end a run after this many checkpoints without progress on its stopping sequence (0: never)")
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel, one core each (default 2)")
     p.add_argument("--xor", action="store_true", help="run distant XOR over 8 seeds instead")
+    p.add_argument("--ctw", action="store_true", help="run the CTW sanity check (a sweep of depths) instead")
     p.add_argument("--xor-length", type=int, default=20)
     p.add_argument("--xor-seeds", type=int, default=8)
     p.add_argument("--xor-lines", type=int, default=10000)
@@ -135,8 +180,9 @@ def main() -> int:
     p.add_argument("--section", help="name of the docs/benchmarks.md section to write (default from the mode)")
     p.add_argument("--no-write", action="store_true", help="print the table without touching docs/benchmarks.md")
     args = p.parse_args()
-    body = xor(args) if args.xor else table1(args)
-    section = args.section or ("paper_xor" if args.xor else ("paper_table1" if args.budget_scale == 1.0 else "paper_table1_quick"))
+    body = ctw(args) if args.ctw else xor(args) if args.xor else table1(args)
+    section = args.section or ("paper_ctw" if args.ctw else "paper_xor" if args.xor else
+                               ("paper_table1" if args.budget_scale == 1.0 else "paper_table1_quick"))
     text = f"Command: `{command_line('paper_table1.py')}`  \nMachine: {machine()}\n\n{body}\n"
     report(section, text, not args.no_write)
     return 0

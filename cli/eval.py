@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from seqd.core.ctw import CTWConfig, CTWLearner
 from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online.config import MODELS as PRESETS, SELECTED_STEPS
 
@@ -28,12 +29,15 @@ def configure(p: argparse.ArgumentParser) -> None:
         "Stream each file, byte by byte, through a fresh online learner (predict, then learn) and report "
         "its prequential code length: bits per byte, total bits, throughput and memory. The model is a preset, "
         "the same for every input: 'bytes' (the default, OnlineConfig.bytes_default(): a small GLNN plus context "
-        "units and their mixer) or 'glnn' (seed 000's GLNN alone, OnlineConfig()), as a stream's in the daemon; "
-        "each setting below changes the preset's."
+        "units and their mixer) or 'glnn' (seed 000's GLNN alone, OnlineConfig()), as a stream's in the daemon, "
+        "or 'ctw' (context-tree weighting, seed 000's sanity check: a baseline); each setting below changes the "
+        "preset's."
     )
     p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--preset", choices=tuple(PRESETS), default="bytes",
-                   help="the model the settings below change: bytes (default) or glnn")
+    p.add_argument("--preset", choices=(*PRESETS, "ctw"), default="bytes",
+                   help="the model the settings below change: bytes (default), glnn, or ctw (context-tree "
+                        "weighting, seed 000's sanity check: its settings are --depth, --alpha, --node-bits "
+                        "and --seed)")
     defaults, glnn = OnlineConfig.bytes_default(), OnlineConfig()
     choices = {"model": ("glnn", "gnn"), "method": ("rbpm", "ruop", "qdrbpm", "qdruop"), "activation": ("tanh", "logistic"),
                "selected_step": SELECTED_STEPS}
@@ -59,6 +63,12 @@ def configure(p: argparse.ArgumentParser) -> None:
                            help=f"comma-separated, '' for none; {helptext}")
         else:
             p.add_argument(flag, type=kind, default=argparse.SUPPRESS, choices=choices.get(field.name), help=helptext)
+    ctw = CTWConfig()
+    for field in dataclasses.fields(CTWConfig):
+        if field.name in ("alphabet_cap", "seed"):  # bytes; and --seed is there already
+            continue
+        p.add_argument("--" + field.name.replace("_", "-"), type=type(getattr(ctw, field.name)),
+                       default=argparse.SUPPRESS, help=f"ctw only; default {getattr(ctw, field.name)}")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--curve", type=Path, metavar="FILE.png|.svg|.csv",
                    help="write the learning curves: bits per byte along each file (a picture needs Matplotlib: "
@@ -75,17 +85,31 @@ def _int_tuple(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
-def _config(args) -> OnlineConfig:
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(OnlineConfig) if hasattr(args, f.name)}
-    return PRESETS[args.preset](**{"alphabet_cap": 256, **values})
+def _config(args) -> OnlineConfig | CTWConfig:
+    """The preset with the settings given on the command line; a setting of another model is an error."""
+    glnn = {f.name for f in dataclasses.fields(OnlineConfig)}
+    ctw = {f.name for f in dataclasses.fields(CTWConfig)}
+    values = {name: getattr(args, name) for name in sorted(glnn | ctw) if hasattr(args, name)}
+    own, model = (ctw, CTWConfig) if args.preset == "ctw" else (glnn, PRESETS[args.preset])
+    foreign = [name for name in values if name not in own]
+    if foreign:
+        flag = "--" + foreign[0].replace("_", "-")
+        raise ValueError(f"{flag} is a setting of the GLNN presets (bytes, glnn), not of ctw" if args.preset == "ctw"
+                         else f"{flag} is a setting of the ctw preset, not of {args.preset}")
+    return model(**{"alphabet_cap": 256, **values})
 
 
-def evaluate_file(path: Path, config: OnlineConfig, progress=None, curve: bool = False) -> dict:
+def _learner(config: OnlineConfig | CTWConfig):
+    """A fresh learner of ``config``'s model."""
+    return CTWLearner(config) if isinstance(config, CTWConfig) else OnlineLearner(config)
+
+
+def evaluate_file(path: Path, config: OnlineConfig | CTWConfig, progress=None, curve: bool = False) -> dict:
     """One file through a fresh learner; with ``curve``, the result's "curve" is its learning curve."""
     data = path.read_bytes()
     if not data:
         raise ValueError(f"{path}: file is empty")
-    learner = OnlineLearner(config)
+    learner = _learner(config)
     blocks = _curve.Curve.for_size(path.name, len(data)) if curve else None
     total_bits = 0.0
     cpu = 0.0
@@ -139,7 +163,7 @@ def _eval(args) -> int:
     elif args.reference:
         raise ValueError("--reference draws beside a curve: ask for one with --curve")
     show = _progress_line() if (sys.stderr.isatty() and not args.json) else None
-    OnlineLearner(config).learn(b"warm up")  # compile (or load) the kernels outside the timings
+    _learner(config).learn(b"warm up")  # compile (or load) the kernels outside the timings
     results = [evaluate_file(p, config, show, curve=args.curve is not None) for p in paths]
     if args.curve is not None:
         curves = [r.pop("curve") for r in results]

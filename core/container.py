@@ -190,8 +190,8 @@ def compress(data: bytes, config: OnlineConfig | None = None, block_size: int = 
     """The whole ``.sqd`` file for ``data``, in memory (for files, ``seqd compress`` streams)."""
     config = config or default_config()
     check_block_size(block_size)
+    encoder = BlockEncoder(config)  # refuses a model the container cannot code, before anything is written
     parts = [Header(config, block_size, build_info()).to_bytes()]
-    encoder = BlockEncoder(config)
     for start in range(0, len(data), block_size):
         parts.append(encoder.encode(data[start:start + block_size]))
     parts.append(end_record(len(data), zlib.crc32(data)))

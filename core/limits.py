@@ -175,6 +175,9 @@ def _show(value) -> str:
 
 def check_config(config: OnlineConfig) -> None:
     """Refuse to write a model a reader would refuse (the writer's half of :func:`check_settings`)."""
+    if not isinstance(config, OnlineConfig):
+        raise ValueError(f"the .sqd container codes with seqd's online learner (an OnlineConfig); "
+                         f"a {type(config).__name__} model has no .sqd format")
     check_settings(json.loads(json.dumps(dataclasses.asdict(config))))
 
 

@@ -45,6 +45,7 @@ from typing import Callable
 import numpy as np
 
 from seqd.core.container import level_config
+from seqd.core.ctw import CTWConfig, CTWLearner
 from seqd.core.online import OnlineConfig, OnlineLearner
 
 STREAM_LENGTH = 1200  # symbols per contract stream: several windows, every symbol of a small alphabet
@@ -67,7 +68,7 @@ class Entry:
     """
 
     name: str
-    config: Callable[[], OnlineConfig]
+    config: Callable[[], OnlineConfig | CTWConfig]
     learner: type = OnlineLearner
     random: bool = True
 
@@ -126,7 +127,14 @@ REGISTRY: list[Entry] = [
     # seqd compress's levels whose models differ most from the default (seqd.core.container.LEVEL_MODELS)
     Entry("level-fast", lambda: level_config(1), random=False),
     Entry("level-max", lambda: level_config(9)),
+    # context-tree weighting (seed 000's sanity check): a small alphabet, and bytes with a pool that fills
+    Entry("ctw-cap16", lambda: CTWConfig(alphabet_cap=16, depth=4), CTWLearner, random=False),
+    Entry("ctw-bytes-small-pool", lambda: CTWConfig(alphabet_cap=256, depth=6, node_bits=10), CTWLearner,
+          random=False),
 ]
+
+# the entries whose learner is the online GLNN (OnlineLearner), for the checks of its internals
+ONLINE = [entry for entry in REGISTRY if entry.learner is OnlineLearner]
 
 
 def log_bytes(n: int, seed: int = 0) -> bytes:

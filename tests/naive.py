@@ -1171,3 +1171,81 @@ class ProbabilityMaps:
                 rate = max(1.0 / (counts[knot] + 1.5), 1.0 / 200)
                 table[knot] += rate * share * (hit - table[knot])
                 counts[knot] = min(counts[knot] + share, 255.0)
+
+
+# -- context-tree weighting (seqd.core.ctw) ------------------------------------------------------------------
+
+
+def ctw_bits(x, cap, depth, pool=None, alpha=0.5):
+    """Per-symbol code lengths of multi-alphabet CTW over an open alphabet, and the whole sequence's length
+    computed the other way: -log2 of the weighted probability P_w(root) of the batch recursion
+    P_w(s) = P_e(s)/2 + prod_c P_w(cs)/2 (P_w = P_e at depth D) over the final tree, plus the bits that name
+    each first occurrence.
+
+    Contexts are tuples of codes, most recent first, read as 0 before the stream's start; code 0 is the
+    escape, counted as one more letter with count 0 while the alphabet is open.  P_e(s) is the product of
+    the conditionals (n_y + alpha) / (n + alpha letters) (KT's for alpha = 1/2) that s gave at the times it was on the path.  With
+    ``pool``, at most that many nodes (the root included) exist: a context is added, shallowest first, only
+    while there is room, and a context that does not exist predicts uniformly, as does everything below it
+    (the batch total then does not apply: it is returned as None).
+    """
+    codes, counts, log_pe, beta = {}, {}, {}, {}
+    nodes = {()}
+    recent = [0] * depth
+    per_symbol, naming = [], 0.0
+    for symbol in x:
+        symbol = int(symbol)
+        full = len(codes) == cap
+        active = list(range(1 if full else 0, len(codes) + 1))
+        letters = len(active)
+        path = [()]
+        for d in range(1, depth + 1):
+            s = tuple(recent[:d])
+            if s not in nodes:
+                if pool is not None and len(nodes) >= pool:
+                    break
+                nodes.add(s)
+            path.append(s)
+
+        def kt(s, y):
+            n = counts.get(s, {})
+            return (n.get(y, 0) + alpha) / (sum(n.values()) + alpha * letters)
+
+        uniform = {y: 1.0 / letters for y in active}
+        p = [None] * (depth + 2)
+        p[depth + 1] = uniform
+        for d in range(depth, -1, -1):
+            if d >= len(path):
+                p[d] = uniform
+            elif d == depth:
+                p[d] = {y: kt(path[d], y) for y in active}
+            else:
+                b = beta.get(path[d], 1.0)
+                p[d] = {y: (b * kt(path[d], y) + p[d + 1][y]) / (b + 1.0) for y in active}
+        code = codes.get(symbol, 0)
+        bits = -math.log2(p[0][code])
+        if code == 0:
+            naming += math.log2(cap - len(codes))
+            bits += math.log2(cap - len(codes))
+        per_symbol.append(bits)
+        for d, s in enumerate(path):
+            log_pe[s] = log_pe.get(s, 0.0) + math.log(kt(s, code))
+            if d < depth:
+                beta[s] = beta.get(s, 1.0) * kt(s, code) / p[d + 1][code]
+        if code == 0:
+            code = codes[symbol] = len(codes) + 1
+        for s in path:
+            counts.setdefault(s, {})
+            counts[s][code] = counts[s].get(code, 0) + 1
+        recent = [code] + recent[:-1]
+
+    def log_pw(s):
+        own = log_pe.get(s, 0.0)
+        if len(s) == depth:
+            return own
+        children = [c for c in nodes if len(c) == len(s) + 1 and c[:-1] == s]  # s, one symbol further back
+        split = sum(log_pw(c) for c in children)  # a context never seen has P_w = 1
+        top = max(own, split)
+        return top + math.log(0.5 * math.exp(own - top) + 0.5 * math.exp(split - top))
+
+    return np.array(per_symbol), (None if pool is not None else -log_pw(()) / math.log(2.0) + naming)

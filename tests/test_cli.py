@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import numpy as np
 import pytest
 
 from seqd.cli import main
@@ -38,14 +39,18 @@ def test_train_errors_are_one_line(capsys):
         main(["train", "--task", "nope"])
 
 
-def test_eval_reports_the_learners_code_length(tmp_path, capsys):
-    import numpy as np
-
-    from seqd.core.online import OnlineConfig, OnlineLearner
-
+def _app_log(tmp_path):
+    """A small log file: its path and bytes."""
     data = b"2025-06-24 14:36:25 status installed libc-bin:amd64\n" * 40
     path = tmp_path / "app.log"
     path.write_bytes(data)
+    return path, data
+
+
+def test_eval_reports_the_learners_code_length(tmp_path, capsys):
+    from seqd.core.online import OnlineConfig, OnlineLearner
+
+    path, data = _app_log(tmp_path)
     assert main(["eval", str(path), "--units", "6", "--window", "8", "--context-bits", "12", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     expected = OnlineLearner(OnlineConfig.bytes_default(units=6, window=8, context_bits=12)).learn(data)
@@ -66,11 +71,26 @@ def test_eval_reports_the_learners_code_length(tmp_path, capsys):
     assert out["files"][0]["bits"] == pytest.approx(float(np.sum(expected)), rel=1e-12)
 
 
+def test_eval_runs_context_tree_weighting_and_refuses_another_models_settings(tmp_path, capsys):
+    from seqd.core.ctw import CTWConfig, CTWLearner
+
+    path, data = _app_log(tmp_path)
+    assert main(["eval", str(path), "--preset", "ctw", "--depth", "4", "--alpha", "0.125", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    config = CTWConfig(alphabet_cap=256, depth=4, alpha=0.125)
+    assert out["files"][0]["bits"] == pytest.approx(float(np.sum(CTWLearner(config).learn(data))), rel=1e-12)
+    assert out["config"] == dataclasses.asdict(config) and out["files"][0]["stats"]["nodes"] > 1
+    assert main(["eval", str(path), "--preset", "ctw", "--units", "3"]) == 1
+    assert "--units is a setting of the GLNN presets (bytes, glnn), not of ctw" in capsys.readouterr().err
+    assert main(["eval", str(path), "--depth", "3"]) == 1
+    assert "--depth is a setting of the ctw preset, not of bytes" in capsys.readouterr().err
+    assert main(["eval", str(path), "--preset", "ctw", "--depth", "0"]) == 1
+    assert "depth must be in" in capsys.readouterr().err
+
+
 def test_eval_json_stays_json_when_a_code_length_is_infinite(tmp_path, capsys, monkeypatch):
     """A model that gives a symbol probability 0 has an infinite code length: --json prints null (JSON has no
     infinity) and the count of such symbols, and stderr says what happened."""
-    import numpy as np
-
     import seqd.cli.eval as eval_module
 
     class Certain(eval_module.OnlineLearner):  # the learner's bits, with the first symbol given probability 0

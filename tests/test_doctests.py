@@ -9,10 +9,11 @@ import seqd.cli._client
 import seqd.cli._display
 import seqd.cli._parallel
 import seqd.core.container
+import seqd.core.ctw.learner
 import seqd.core.online.learner
 import seqd.daemon.config
 
-MODULES = [seqd, seqd.core.online.learner, seqd.core.container, seqd.daemon.config, seqd.cli._client,
+MODULES = [seqd, seqd.core.online.learner, seqd.core.ctw.learner, seqd.core.container, seqd.daemon.config, seqd.cli._client,
            seqd.cli._display, seqd.cli._parallel]
 
 

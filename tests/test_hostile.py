@@ -246,7 +246,7 @@ def test_the_memory_a_file_needs_is_refused_over_the_limit(preset_file):
 
 
 def test_state_shapes_are_the_arrays_new_state_makes():
-    configs = [entry.config() for entry in contract.REGISTRY] + [
+    configs = [entry.config() for entry in contract.ONLINE] + [
         OnlineConfig(units=0, context_orders=(1,)), OnlineConfig(units=1, degree=1, window=1),
         OnlineConfig.bytes_default(match_min=0), OnlineConfig.bytes_default(context_orders=(), column_context=False,
                                                                            word_context=False)]
@@ -261,7 +261,7 @@ def test_every_setting_has_a_bound_and_the_writer_refuses_what_the_reader_refuse
     bounded = set(limits.INT_BOUNDS) | set(limits.FLOAT_BOUNDS) | set(limits.CHOICES) | set(limits.BOOLS)
     assert bounded | {"context_orders"} == {f.name for f in dataclasses.fields(OnlineConfig)}
     limits.check_config(OnlineConfig.bytes_default())  # the preset, and every configuration of the registry
-    for entry in contract.REGISTRY:
+    for entry in contract.ONLINE:
         if entry.config().alphabet_cap == 256:
             limits.check_config(entry.config())
     for too_far in (dict(units=65), dict(window=257), dict(context_orders=tuple(range(1, 18))),

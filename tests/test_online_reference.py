@@ -48,7 +48,7 @@ def _copy(state: OnlineState) -> OnlineState:
     return OnlineState(*(np.array(arr, copy=True) for arr in state))
 
 
-@pytest.mark.parametrize("entry", contract.REGISTRY, ids=str)
+@pytest.mark.parametrize("entry", contract.ONLINE, ids=str)
 def test_writing_step_is_the_dense_discounted_newton_step(entry):
     """Three symbols at a time from a few points of the stream: its start, inside a window, its end."""
     learner = entry.make()

@@ -46,7 +46,7 @@ class OnlineLearner:
         has learned from symbols 0..t-1 only.  One call runs one Numba loop,
         however many symbols it is given.
         """
-        x = self._validate(symbols)
+        x = validate_symbols(symbols, self.config.alphabet_cap)
         bits = np.empty(len(x))
         learn_buffer(self.state, self._hyper, self._flags, x, bits)
         return bits
@@ -119,20 +119,23 @@ class OnlineLearner:
             "writing_rate": float(r[ETA_W]),
         }
 
-    def _validate(self, symbols) -> np.ndarray:
-        if isinstance(symbols, (bytes, bytearray, memoryview)):
-            x = np.frombuffer(bytes(symbols), dtype=np.uint8)
-        else:
-            x = np.asarray(symbols)
-        if x.ndim != 1:
-            raise ValueError(f"symbols must be a one-dimensional sequence, got shape {x.shape}")
-        if len(x) == 0:
-            raise ValueError("empty input: there is nothing to learn")
-        if not np.issubdtype(x.dtype, np.integer):
-            raise ValueError(f"symbols must be integers, got dtype {x.dtype}")
-        x = x.astype(np.int64, copy=False)
-        lo, hi = int(x.min()), int(x.max())
-        if lo < 0 or hi >= self.config.alphabet_cap:
-            bad = lo if lo < 0 else hi
-            raise ValueError(f"symbol {bad} is outside the alphabet [0, {self.config.alphabet_cap})")
-        return np.ascontiguousarray(x)
+
+def validate_symbols(symbols, cap: int) -> np.ndarray:
+    """``symbols`` (a sequence, an integer array or bytes) as a contiguous int64 array, each in [0, cap);
+    anything else is a ValueError that says what is wrong.  Every learner takes its input through here."""
+    if isinstance(symbols, (bytes, bytearray, memoryview)):
+        x = np.frombuffer(bytes(symbols), dtype=np.uint8)
+    else:
+        x = np.asarray(symbols)
+    if x.ndim != 1:
+        raise ValueError(f"symbols must be a one-dimensional sequence, got shape {x.shape}")
+    if len(x) == 0:
+        raise ValueError("empty input: there is nothing to learn")
+    if not np.issubdtype(x.dtype, np.integer):
+        raise ValueError(f"symbols must be integers, got dtype {x.dtype}")
+    x = x.astype(np.int64, copy=False)
+    lo, hi = int(x.min()), int(x.max())
+    if lo < 0 or hi >= cap:
+        bad = lo if lo < 0 else hi
+        raise ValueError(f"symbol {bad} is outside the alphabet [0, {cap})")
+    return np.ascontiguousarray(x)
