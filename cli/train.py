@@ -29,7 +29,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     budget.add_argument("--steps", type=int, help="number of gradient steps (w and tau alternate)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--size", type=int, help="lines / bars / blocks per sequence (default: the paper's)")
-    p.add_argument("--length", type=int, default=100, help="distant XOR line length T (default 100)")
+    p.add_argument("--length", type=int, help="T: distant XOR's line length (default 100), the copying problem's "
+                   "gap (2000) or the adding problem's sequence length (750)")
     p.add_argument("--evaluations", type=int, default=20, help="validation checkpoints along the run (default 20)")
     p.add_argument("--patience", type=int, help="stop once this many checkpoints pass without a better regret on "
                    "an independent stopping sequence (default: use the whole budget)")

@@ -33,6 +33,23 @@ are marked *decision*):
   [n_min, n_max] (*decision*: 1 <= n_min <= n_max).  After k "a" (n_min <= k <=
   n_max) the line ends with probability 1/(n_max - k + 1); the b-line is
   determined; a block costs exactly log2(n_max - n_min + 1) bits.
+
+Seed 002's synthetic tasks (K. Helfrich, Section 2.5), as symbol streams:
+
+* ``copying`` -- instances of ten digits uniform in 1..8, the marker ``"9"``, T
+  blanks ``"0"``, the marker again, then the ten digits repeated: the recall is
+  the only scored part, and the true law knows it with probability 1.  The seed
+  says these symbols and also "total length T + 20"; *decision*: we follow the
+  symbols (T + 22 per instance).  Memoryless baseline: 10 log2(8) = 30 bits
+  per instance (the seed's 10 log 8 / (T + 20) per step, in nats).
+* ``adding`` -- instances of T steps, each a digit 0-9 (the seed's uniform value
+  in [0, 1), *decision*: quantised to its first decimal), written ``"0"``-``"9"``,
+  or ``"A"``-``"J"`` on the two marked steps, at positions uniform in
+  [0, floor(T/2)) and [floor(T/2), T) (*decision*: 0-based, the seed's
+  intervals [1, T/2) and [T/2, T) read as half-open); then ``"="``, the sum of the
+  two marked digits as one symbol ``"a"`` (0) to ``"s"`` (18), and ``"\\n"``.  Only
+  the sum is scored, with probability 1 under the true law; the memoryless
+  baseline is the entropy of the sum of two uniform digits, 4.03 bits.
 """
 
 from __future__ import annotations
@@ -43,10 +60,11 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-TASKS: tuple[str, ...] = ("alphabet", "music", "xor", "anbn")
+TASKS: tuple[str, ...] = ("alphabet", "music", "xor", "anbn", "copying", "adding")
 
 #: Number of lines / bars / lines / blocks of the paper's sequences.
-PAPER_SIZES: dict[str, int] = {"alphabet": 1000, "music": 2700, "xor": 10000, "anbn": 10}
+PAPER_SIZES: dict[str, int] = {"alphabet": 1000, "music": 2700, "xor": 10000, "anbn": 10, "copying": 1000,
+                                "adding": 1000}  # copying, adding: seed 002's test sets (1,000 sequences)
 
 #: Options each task accepts, with their defaults (the paper's values).
 TASK_OPTIONS: dict[str, dict[str, int]] = {
@@ -54,6 +72,8 @@ TASK_OPTIONS: dict[str, dict[str, int]] = {
     "music": {},
     "xor": {"length": 100},
     "anbn": {"n_min": 1024, "n_max": 2048},
+    "copying": {"length": 2000},  # seed 002, Figure 2.13
+    "adding": {"length": 750},  # seed 002, Figure 2.12
 }
 
 # --- alphabet with insertions -------------------------------------------------
@@ -81,6 +101,14 @@ MUSIC_ALPHABET = "".join(sorted(
 XOR_ALPHABET = " X01=\n"
 XOR_MIN_LENGTH = 3
 ANBN_ALPHABET = "ab\n"
+
+# --- seed 002's copying and adding problems -----------------------------------------------
+COPY_ALPHABET = "0123456789"  # "0" blank, "1"-"8" the digits to copy, "9" the marker
+COPY_DIGITS = 10
+ADD_DIGITS = "0123456789"
+ADD_MARKED = "ABCDEFGHIJ"  # a marked step's digit
+ADD_SUMS = "abcdefghijklmnopqrs"  # the sum of the two marked digits, 0..18
+ADD_ALPHABET = ADD_DIGITS + ADD_MARKED + "=" + ADD_SUMS + "\n"
 
 
 @dataclass(frozen=True)
@@ -169,7 +197,8 @@ def generate(task: str, rng: np.random.Generator, size: int | None = None, **opt
     ``size`` counts lines (alphabet, xor), bars (music) or a^n b^n blocks (anbn);
     None means the paper's size (:data:`PAPER_SIZES`).  Options: xor takes
     ``length`` (the paper's T, default 100); anbn takes ``n_min`` and ``n_max``
-    (defaults 1024, 2048).
+    (defaults 1024, 2048); copying and adding count instances and take
+    ``length`` (seed 002's T: defaults 2000 and 750).
     """
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
@@ -188,6 +217,10 @@ def generate(task: str, rng: np.random.Generator, size: int | None = None, **opt
         return _music_task(rng, size)
     if task == "xor":
         return _xor_task(rng, size, **values)
+    if task == "copying":
+        return _copying_task(rng, size, **values)
+    if task == "adding":
+        return _adding_task(rng, size, **values)
     return _anbn_task(rng, size, **values)
 
 
@@ -327,6 +360,44 @@ def _anbn_task(rng: np.random.Generator, n_blocks: int, n_min: int, n_max: int) 
         logp.append(np.concatenate((a_logp, [math.log2(1.0 / (n_max - n + 1))], np.zeros(n + 1))))
     symbols_all = np.concatenate(symbols)
     return TaskSequence("anbn", ANBN_ALPHABET, symbols_all, np.ones(symbols_all.size), np.concatenate(logp))
+
+
+def _copying_task(rng: np.random.Generator, n: int, length: int) -> TaskSequence:
+    if length < 1:
+        raise ValueError(f"copying length must be >= 1, got {length}")
+    digits = rng.integers(1, 9, size=(n, COPY_DIGITS))
+    blank, marker = COPY_ALPHABET.index("0"), COPY_ALPHABET.index("9")
+    gap = np.concatenate(([marker], np.full(length, blank), [marker]))
+    instances = np.concatenate((digits, np.broadcast_to(gap, (n, gap.size)), digits), axis=1)
+    mask = np.zeros(instances.shape)
+    mask[:, -COPY_DIGITS:] = 1.0
+    return TaskSequence("copying", COPY_ALPHABET, instances.ravel(), mask.ravel(), np.zeros(instances.size))
+
+
+def _adding_task(rng: np.random.Generator, n: int, length: int) -> TaskSequence:
+    if length < 2:
+        raise ValueError(f"adding length must be >= 2, got {length}")
+    half = length // 2
+    values = rng.integers(0, 10, size=(n, length))
+    first = rng.integers(0, half, size=n)
+    second = rng.integers(half, length, size=n)
+    rows = np.arange(n)
+    steps = values.copy()
+    steps[rows, first] += len(ADD_DIGITS)  # "A" + digit
+    steps[rows, second] += len(ADD_DIGITS)
+    total = values[rows, first] + values[rows, second]
+    tail = np.stack((np.full(n, ADD_ALPHABET.index("=")), ADD_ALPHABET.index("a") + total,
+                     np.full(n, ADD_ALPHABET.index("\n"))), axis=1)
+    instances = np.concatenate((steps, tail), axis=1)
+    mask = np.zeros(instances.shape)
+    mask[:, length + 1] = 1.0
+    return TaskSequence("adding", ADD_ALPHABET, instances.ravel(), mask.ravel(), np.zeros(instances.size))
+
+
+def adding_baseline_bits() -> float:
+    """The adding problem's memoryless baseline: the entropy of the sum of two uniform digits (bits)."""
+    p = np.array([10 - abs(s - 9) for s in range(19)]) / 100.0
+    return float(-(p * np.log2(p)).sum())
 
 
 def _sequence(task: str, alphabet: str, text: str, logp) -> TaskSequence:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 import pytest
@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from seqd.core import tasks
 from seqd.core.tasks import TASKS, TaskSequence, encode, generate, xor_error_rate
 
-SMALL_SIZES = {"alphabet": 40, "music": 60, "xor": 30, "anbn": 3}
-SMALL_OPTIONS = {"alphabet": {}, "music": {}, "xor": {"length": 20}, "anbn": {"n_min": 5, "n_max": 12}}
+SMALL_SIZES = {"alphabet": 40, "music": 60, "xor": 30, "anbn": 3, "copying": 20, "adding": 30}
+SMALL_OPTIONS = {"alphabet": {}, "music": {}, "xor": {"length": 20}, "anbn": {"n_min": 5, "n_max": 12},
+                 "copying": {"length": 15}, "adding": {"length": 12}}
 REL = 1e-9
 
 
@@ -289,5 +290,58 @@ def test_generate_type_errors():
 
 def test_module_constants_consistent():
     assert set(tasks.PAPER_SIZES) == set(TASKS) == set(tasks.TASK_OPTIONS)
-    for alphabet in (tasks.ALPHABET_ALPHABET, tasks.MUSIC_ALPHABET, tasks.XOR_ALPHABET, tasks.ANBN_ALPHABET):
+    for alphabet in (tasks.ALPHABET_ALPHABET, tasks.MUSIC_ALPHABET, tasks.XOR_ALPHABET, tasks.ANBN_ALPHABET,
+                     tasks.COPY_ALPHABET, tasks.ADD_ALPHABET):
         assert len(set(alphabet)) == len(alphabet)
+
+
+# --- seed 002's copying and adding problems ------------------------------------------------------
+
+
+def test_copying_recalls_its_digits_after_the_second_marker_and_scores_only_the_recall():
+    T = 15
+    seq = small("copying", 1)
+    text = seq.text
+    per = T + 22
+    assert len(text) == SMALL_SIZES["copying"] * per
+    digits_seen = set()
+    for k in range(SMALL_SIZES["copying"]):
+        part, mask = text[k * per:(k + 1) * per], seq.predict_mask[k * per:(k + 1) * per]
+        data = part[:10]
+        assert set(data) <= set("12345678") and part[10:12 + T] == "9" + "0" * T + "9" and part[-10:] == data
+        assert list(mask) == [0.0] * (T + 12) + [1.0] * 10
+        digits_seen |= set(data)
+    assert digits_seen == set("12345678")
+    assert np.all(seq.true_log2_prob == 0.0)  # the recall is certain under the true law
+
+
+def test_adding_scores_the_sum_of_the_two_marked_digits_marked_once_in_each_half():
+    T = 12
+    seq = small("adding", 2)
+    lines = lines_of(seq)
+    assert len(lines) == SMALL_SIZES["adding"]
+    firsts, seconds = set(), set()
+    for line in lines:
+        steps, answer = line[:T], line[T + 1]
+        assert len(line) == T + 2 and line[T] == "="
+        marked = [i for i, c in enumerate(steps) if c in tasks.ADD_MARKED]
+        assert len(marked) == 2 and marked[0] < T // 2 <= marked[1]
+        firsts.add(marked[0])
+        seconds.add(marked[1])
+        total = sum(tasks.ADD_MARKED.index(steps[i]) for i in marked)
+        assert answer == tasks.ADD_SUMS[total]
+    assert firsts == set(range(T // 2)) and seconds == set(range(T // 2, T))  # each position is drawn
+    scored = np.flatnonzero(seq.predict_mask)
+    assert np.array_equal(seq.symbols[scored], [tasks.ADD_ALPHABET.index(line[T + 1]) for line in lines])
+
+
+def test_adding_baseline_is_the_entropy_of_the_sum_of_two_digits():
+    counts = Counter(a + b for a in range(10) for b in range(10))
+    expected = -sum(c / 100 * math.log2(c / 100) for c in counts.values())
+    assert tasks.adding_baseline_bits() == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("task, length", [("copying", 0), ("adding", 1)])
+def test_copying_and_adding_refuse_a_length_too_short(task, length):
+    with pytest.raises(ValueError, match=f"{task} length must be"):
+        generate(task, np.random.default_rng(0), 3, length=length)

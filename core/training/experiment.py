@@ -31,7 +31,7 @@ class Experiment:
     seed: int = 0
     size: int | None = None  # lines / bars / blocks; None: the paper's size
     validation_size: int | None = None  # None: same as size
-    length: int = 100  # distant XOR line length T
+    length: int | None = None  # T of distant XOR, copying and adding; None: the task's default (tasks.TASK_OPTIONS)
     steps: int | None = None
     seconds: float | None = None
     evaluations: int = 20  # validation checkpoints along the run, log-spaced
@@ -70,7 +70,8 @@ class Outcome:
 
 
 def _draw(exp: Experiment, stream: int, size: int | None) -> tasks.TaskSequence:
-    options = {"length": exp.length} if exp.task == "xor" else {}
+    takes_length = "length" in tasks.TASK_OPTIONS.get(exp.task, {})
+    options = {"length": exp.length} if takes_length and exp.length is not None else {}
     return tasks.generate(exp.task, np.random.default_rng([exp.seed, stream]), size, **options)
 
 
