@@ -25,6 +25,7 @@ from common import command_line, machine, report  # noqa: E402
 
 from seqd.core import tasks  # noqa: E402
 from seqd.core.ctw import CTWConfig, CTWLearner  # noqa: E402
+from seqd.core.esn import ESNConfig, ESNLearner  # noqa: E402
 from seqd.core.online import OnlineConfig, OnlineLearner  # noqa: E402
 
 BASELINE = {"copying": tasks.COPY_DIGITS * math.log2(8), "adding": tasks.adding_baseline_bits()}
@@ -32,6 +33,7 @@ VALIDATION = 1000  # instances: seed 002's test set
 LEARNERS = {  # name: a learner over an alphabet of A symbols
     "GLNN, `OnlineConfig()`": lambda A: OnlineLearner(replace(OnlineConfig(), alphabet_cap=A)),
     "CTW, D = 24, α = 1/32": lambda A: CTWLearner(CTWConfig(alphabet_cap=A, depth=24, alpha=1 / 32, node_bits=20)),
+    "echo-state network, 200 units, ρ = 0.95": lambda A: ESNLearner(ESNConfig(alphabet_cap=A, units=200)),
 }
 
 

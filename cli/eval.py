@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from seqd.core.ctw import CTWConfig, CTWLearner
+from seqd.core.esn import ESNConfig, ESNLearner
 from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online.config import MODELS as PRESETS, SELECTED_STEPS
 
@@ -30,14 +31,14 @@ def configure(p: argparse.ArgumentParser) -> None:
         "its prequential code length: bits per byte, total bits, throughput and memory. The model is a preset, "
         "the same for every input: 'bytes' (the default, OnlineConfig.bytes_default(): a small GLNN plus context "
         "units and their mixer) or 'glnn' (seed 000's GLNN alone, OnlineConfig()), as a stream's in the daemon, "
-        "or 'ctw' (context-tree weighting, seed 000's sanity check: a baseline); each setting below changes the "
-        "preset's."
+        "or the baselines 'ctw' (context-tree weighting, seed 000's sanity check) and 'esn' (a leaky echo-state "
+        "network, seed 001); each setting below changes the preset's."
     )
     p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--preset", choices=(*PRESETS, "ctw"), default="bytes",
-                   help="the model the settings below change: bytes (default), glnn, or ctw (context-tree "
-                        "weighting, seed 000's sanity check: its settings are --depth, --alpha, --node-bits "
-                        "and --seed)")
+    p.add_argument("--preset", choices=tuple(MODELS), default="bytes",
+                   help="the model the settings below change: bytes (default), glnn, ctw (context-tree weighting: "
+                        "--depth, --alpha, --node-bits, --seed) or esn (an echo-state network: --units, "
+                        "--connections, --spectral-radius, --leak, --input-scale, --seed and the --writing-* settings)")
     defaults, glnn = OnlineConfig.bytes_default(), OnlineConfig()
     choices = {"model": ("glnn", "gnn"), "method": ("rbpm", "ruop", "qdrbpm", "qdruop"), "activation": ("tanh", "logistic"),
                "selected_step": SELECTED_STEPS}
@@ -63,12 +64,12 @@ def configure(p: argparse.ArgumentParser) -> None:
                            help=f"comma-separated, '' for none; {helptext}")
         else:
             p.add_argument(flag, type=kind, default=argparse.SUPPRESS, choices=choices.get(field.name), help=helptext)
-    ctw = CTWConfig()
-    for field in dataclasses.fields(CTWConfig):
-        if field.name in ("alphabet_cap", "seed"):  # bytes; and --seed is there already
-            continue
-        p.add_argument("--" + field.name.replace("_", "-"), type=type(getattr(ctw, field.name)),
-                       default=argparse.SUPPRESS, help=f"ctw only; default {getattr(ctw, field.name)}")
+    for name, baseline in (("ctw", CTWConfig()), ("esn", ESNConfig())):
+        for field in dataclasses.fields(baseline):
+            if field.name in {f.name for f in dataclasses.fields(OnlineConfig)}:  # the GLNN's flag (--units, ...)
+                continue
+            p.add_argument("--" + field.name.replace("_", "-"), type=type(getattr(baseline, field.name)),
+                           default=argparse.SUPPRESS, help=f"{name} only; default {getattr(baseline, field.name)}")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--curve", type=Path, metavar="FILE.png|.svg|.csv",
                    help="write the learning curves: bits per byte along each file (a picture needs Matplotlib: "
@@ -85,26 +86,34 @@ def _int_tuple(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
-def _config(args) -> OnlineConfig | CTWConfig:
-    """The preset with the settings given on the command line; a setting of another model is an error."""
-    glnn = {f.name for f in dataclasses.fields(OnlineConfig)}
-    ctw = {f.name for f in dataclasses.fields(CTWConfig)}
-    values = {name: getattr(args, name) for name in sorted(glnn | ctw) if hasattr(args, name)}
-    own, model = (ctw, CTWConfig) if args.preset == "ctw" else (glnn, PRESETS[args.preset])
+# every preset: its model's configuration class, and how the preset builds it from settings
+MODELS = {**{name: (OnlineConfig, make) for name, make in PRESETS.items()},
+          "ctw": (CTWConfig, CTWConfig), "esn": (ESNConfig, ESNConfig)}
+
+
+def _config(args) -> OnlineConfig | CTWConfig | ESNConfig:
+    """The preset with the settings given on the command line; a setting its model does not have is an error."""
+    kind, make = MODELS[args.preset]
+    names = {f.name for model, _ in MODELS.values() for f in dataclasses.fields(model)}
+    values = {name: getattr(args, name) for name in sorted(names) if hasattr(args, name)}
+    own = {f.name for f in dataclasses.fields(kind)}
     foreign = [name for name in values if name not in own]
     if foreign:
-        flag = "--" + foreign[0].replace("_", "-")
-        raise ValueError(f"{flag} is a setting of the GLNN presets (bytes, glnn), not of ctw" if args.preset == "ctw"
-                         else f"{flag} is a setting of the ctw preset, not of {args.preset}")
-    return model(**{"alphabet_cap": 256, **values})
+        having = [p for p, (model, _) in MODELS.items() if foreign[0] in {f.name for f in dataclasses.fields(model)}]
+        raise ValueError(f"--{foreign[0].replace('_', '-')} is a setting of {', '.join(having)}, not of {args.preset}")
+    return make(**{"alphabet_cap": 256, **values})
 
 
-def _learner(config: OnlineConfig | CTWConfig):
+def _learner(config: OnlineConfig | CTWConfig | ESNConfig):
     """A fresh learner of ``config``'s model."""
-    return CTWLearner(config) if isinstance(config, CTWConfig) else OnlineLearner(config)
+    if isinstance(config, CTWConfig):
+        return CTWLearner(config)
+    if isinstance(config, ESNConfig):
+        return ESNLearner(config)
+    return OnlineLearner(config)
 
 
-def evaluate_file(path: Path, config: OnlineConfig | CTWConfig, progress=None, curve: bool = False) -> dict:
+def evaluate_file(path: Path, config: OnlineConfig | CTWConfig | ESNConfig, progress=None, curve: bool = False) -> dict:
     """One file through a fresh learner; with ``curve``, the result's "curve" is its learning curve."""
     data = path.read_bytes()
     if not data:

@@ -46,6 +46,7 @@ import numpy as np
 
 from seqd.core.container import level_config
 from seqd.core.ctw import CTWConfig, CTWLearner
+from seqd.core.esn import ESNConfig, ESNLearner
 from seqd.core.online import OnlineConfig, OnlineLearner
 
 STREAM_LENGTH = 1200  # symbols per contract stream: several windows, every symbol of a small alphabet
@@ -68,7 +69,7 @@ class Entry:
     """
 
     name: str
-    config: Callable[[], OnlineConfig | CTWConfig]
+    config: Callable[[], OnlineConfig | CTWConfig | ESNConfig]
     learner: type = OnlineLearner
     random: bool = True
 
@@ -131,6 +132,9 @@ REGISTRY: list[Entry] = [
     Entry("ctw-cap16", lambda: CTWConfig(alphabet_cap=16, depth=4), CTWLearner, random=False),
     Entry("ctw-bytes-small-pool", lambda: CTWConfig(alphabet_cap=256, depth=6, node_bits=10), CTWLearner,
           random=False),
+    # the leaky echo-state network (seed 001): its reservoir drawn from the seed
+    Entry("esn-cap16", lambda: ESNConfig(alphabet_cap=16, units=12, connections=3), ESNLearner),
+    Entry("esn-bytes", lambda: ESNConfig(alphabet_cap=256, units=16, connections=4, leak=0.2), ESNLearner),
 ]
 
 # the entries whose learner is the online GLNN (OnlineLearner), for the checks of its internals

@@ -1249,3 +1249,49 @@ def ctw_bits(x, cap, depth, pool=None, alpha=0.5):
         return top + math.log(0.5 * math.exp(own - top) + 0.5 * math.exp(split - top))
 
     return np.array(per_symbol), (None if pool is not None else -log_pw(()) / math.log(2.0) + naming)
+
+
+# -- the leaky echo-state network (seqd.core.esn) -----------------------------------------------------------
+
+_MASK64 = (1 << 64) - 1
+
+
+def splitmix_uniform(seed, j, y):
+    """SplitMix64 of (seed, unit, y), as a uniform in [0, 1): the draw every seqd learner takes per (unit, symbol)."""
+    z = (seed * 0x9E3779B97F4A7C15 + j * 0xBF58476D1CE4E5B9 + y * 0x94D049BB133111EB + 0x2545F4914F6CDD1D) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    z ^= z >> 31
+    return (z >> 11) / float(1 << 53)
+
+
+def esn_bits(x, cap, W, config):
+    """Per-symbol code lengths of the echo-state learner from its reservoir matrix ``W`` (dense, N x N), in
+    NumPy: h_t = (1 - alpha) tanh(W h_{t-1} + W^in x_t) + alpha h_{t-1} (seed 001, eq. 2.22, h_{t-1} inside),
+    W^in's column of a symbol input_scale (2u - 1) with u = splitmix_uniform(seed, unit, symbol), and the
+    readout pi = softmax(w^T (1, h)) over the open alphabet, stepped by :func:`online_writing_step`."""
+    N = W.shape[0]
+    h = np.zeros(N)
+    w = np.zeros((N + 1, cap + 1))
+    h0 = np.zeros((N + 1, cap + 1))
+    hd = np.full((N + 1, cap + 1), config.writing_prior)
+    codes, out = {}, []
+    for symbol in x:
+        symbol = int(symbol)
+        width = len(codes) + 1
+        first = 1 if len(codes) == cap else 0
+        a = np.concatenate(([1.0], h))
+        pi = np.zeros(cap + 1)
+        pi[first:width] = softmax(a @ w[:, first:width])
+        code = codes.get(symbol, 0)
+        out.append(-math.log2(pi[code]) + (math.log2(cap - len(codes)) if code == 0 else 0.0))
+        w, h0, hd = online_writing_step(w, h0, hd, a, pi, code, first, width, config.writing_discount,
+                                        config.writing_prior, config.writing_rate, floor=config.writing_evidence_floor)
+        if code == 0:
+            n = len(codes)
+            code = codes[symbol] = n + 1
+            w[:, code] = 0.0
+            w[0, code] = w[0, 0] - math.log(cap - n)
+        u = np.array([splitmix_uniform(config.seed, j, symbol) for j in range(N)])
+        h = (1.0 - config.leak) * np.tanh(W @ h + config.input_scale * (2.0 * u - 1.0)) + config.leak * h
+    return np.array(out)

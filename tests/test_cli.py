@@ -71,21 +71,32 @@ def test_eval_reports_the_learners_code_length(tmp_path, capsys):
     assert out["files"][0]["bits"] == pytest.approx(float(np.sum(expected)), rel=1e-12)
 
 
-def test_eval_runs_context_tree_weighting_and_refuses_another_models_settings(tmp_path, capsys):
+@pytest.mark.parametrize("flags, model", [
+    (["--preset", "ctw", "--depth", "4", "--alpha", "0.125"], ("ctw", dict(depth=4, alpha=0.125))),
+    (["--preset", "esn", "--units", "24", "--leak", "0.3"], ("esn", dict(units=24, leak=0.3)))], ids=["ctw", "esn"])
+def test_eval_runs_the_baselines_with_their_settings(tmp_path, capsys, flags, model):
     from seqd.core.ctw import CTWConfig, CTWLearner
+    from seqd.core.esn import ESNConfig, ESNLearner
 
+    kind, settings = model
+    config_type, learner_type = {"ctw": (CTWConfig, CTWLearner), "esn": (ESNConfig, ESNLearner)}[kind]
     path, data = _app_log(tmp_path)
-    assert main(["eval", str(path), "--preset", "ctw", "--depth", "4", "--alpha", "0.125", "--json"]) == 0
+    assert main(["eval", str(path), *flags, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    config = CTWConfig(alphabet_cap=256, depth=4, alpha=0.125)
-    assert out["files"][0]["bits"] == pytest.approx(float(np.sum(CTWLearner(config).learn(data))), rel=1e-12)
-    assert out["config"] == dataclasses.asdict(config) and out["files"][0]["stats"]["nodes"] > 1
-    assert main(["eval", str(path), "--preset", "ctw", "--units", "3"]) == 1
-    assert "--units is a setting of the GLNN presets (bytes, glnn), not of ctw" in capsys.readouterr().err
-    assert main(["eval", str(path), "--depth", "3"]) == 1
-    assert "--depth is a setting of the ctw preset, not of bytes" in capsys.readouterr().err
-    assert main(["eval", str(path), "--preset", "ctw", "--depth", "0"]) == 1
-    assert "depth must be in" in capsys.readouterr().err
+    config = config_type(alphabet_cap=256, **settings)
+    assert out["files"][0]["bits"] == pytest.approx(float(np.sum(learner_type(config).learn(data))), rel=1e-12)
+    assert out["config"] == dataclasses.asdict(config)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--preset", "ctw", "--units", "3"], "--units is a setting of bytes, glnn, esn, not of ctw"),
+    (["--depth", "3"], "--depth is a setting of ctw, not of bytes"),
+    (["--preset", "esn", "--window", "4"], "--window is a setting of bytes, glnn, not of esn"),
+    (["--preset", "ctw", "--depth", "0"], "depth must be in")])
+def test_eval_refuses_a_setting_of_another_model_or_out_of_bounds(tmp_path, capsys, flags, message):
+    path, _ = _app_log(tmp_path)
+    assert main(["eval", str(path), *flags]) == 1
+    assert message in capsys.readouterr().err
 
 
 def test_eval_json_stays_json_when_a_code_length_is_infinite(tmp_path, capsys, monkeypatch):

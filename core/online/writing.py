@@ -39,11 +39,12 @@ def writing_step(w, h0, hd, scratch, sel_w, sel_row, sel_h, sel_P, sel_updates, 
     if ctx_w.shape[0] > 0:
         context_writing_update(ctx_w, ctx_P, ctx_updates, ctx_updated, feat, feat_nz, ctx_int, ctx_work, symbols,
                                eta, hyper, curv, err)
-    writing_update(w, h0, hd, scratch, eta, hyper, a_t, first, width)
+    writing_update(w, h0, hd, scratch, eta, hyper[H.writing_discount], hyper[H.writing_prior],
+                   hyper[H.writing_evidence_floor], a_t, first, width)
 
 
 @kernel
-def writing_update(w, h0, hd, scratch, eta, hyper, a_t, first, width):
+def writing_update(w, h0, hd, scratch, eta, discount, prior_mass, floor, a_t, first, width):
     """Discounted quasi-diagonal Newton step on w for one symbol (eqs. 17-21 online).
 
     The step minimises the discounted log-loss plus a Gaussian prior
@@ -53,6 +54,7 @@ def writing_update(w, h0, hd, scratch, eta, hyper, a_t, first, width):
     followed a context would drive its weight to infinity (separable data),
     and a later surprise would cost without bound.
 
+    ``discount`` is gamma, ``prior_mass`` lambda, ``floor`` the evidence floor.
     Symbol y's sums are discounted at gamma_y = gamma * max(4 c_y, floor),
     c_y = pi_y (1 - pi_y) its curvature (``writing_evidence_floor``): old
     evidence fades as fast as new evidence comes, so a symbol predicted with
@@ -71,9 +73,9 @@ def writing_update(w, h0, hd, scratch, eta, hyper, a_t, first, width):
     correlated blocks would overshoot, and can diverge.
     """
     N1 = a_t.shape[0]
-    g = hyper[H.writing_discount]
+    g = discount
     keep_clock = 1.0 - g
-    prior_clock = g * hyper[H.writing_prior]
+    prior_clock = g * prior_mass
     # per-symbol quantities first (unit 0), then unit by unit with the symbol loop innermost,
     # which walks w, h0 and hd along their contiguous rows
     curv = scratch[0]
@@ -81,16 +83,14 @@ def writing_update(w, h0, hd, scratch, eta, hyper, a_t, first, width):
     h00 = scratch[2]
     bias = scratch[3]
     g0 = scratch[4]
-    floor = hyper[H.writing_evidence_floor]
     evidence = floor < 1.0  # else every symbol at the clock's discount
     keep_y = scratch[-2]  # with evidence, each symbol's keep and prior renewal: scratch's last two rows (state.py)
     prior_y = scratch[-1]
     if evidence:
-        lam = hyper[H.writing_prior]
         for y in range(first, width):
             gy = g * max(4.0 * curv[y], floor)
             keep_y[y] = 1.0 - gy
-            prior_y[y] = gy * lam
+            prior_y[y] = gy * prior_mass
     for y in range(first, width):
         keep = keep_y[y] if evidence else keep_clock
         prior = prior_y[y] if evidence else prior_clock

@@ -1,0 +1,67 @@
+"""The snapshot format of the learners whose state is a named tuple of arrays (CTW, the echo-state network).
+
+magic (8 bytes), version (u32), description length (u32), the description (JSON: the configuration's
+settings, each array's name, dtype and shape), each array little-endian in field order, then a CRC-32 of
+everything before it.  Restoring continues the stream bit for bit; every inconsistency is a ``ValueError``
+that says what is wrong.  (The GLNN learner's snapshots, ``online/snapshot.py``, have the same layout and
+their own history of versions.)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import zlib
+from dataclasses import asdict
+
+import numpy as np
+
+_HEADER = struct.Struct("<8sII")  # magic, version, description length
+
+
+def pack(magic: bytes, version: int, config, state) -> bytes:
+    """The snapshot of ``state`` (a named tuple of arrays) for ``config`` (a dataclass)."""
+    arrays = state._asdict()
+    meta = {"config": asdict(config), "arrays": [[k, v.dtype.str, list(v.shape)] for k, v in arrays.items()]}
+    text = json.dumps(meta, sort_keys=True).encode()
+    body = _HEADER.pack(magic, version, len(text)) + text + b"".join(
+        np.ascontiguousarray(v.astype(v.dtype.newbyteorder("<"), copy=False)).tobytes() for v in arrays.values())
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def unpack(data: bytes, magic: bytes, version: int, what: str, config_type, state_type, shapes):
+    """(config, state) of a snapshot :func:`pack` wrote; ``shapes(config)`` gives each array's (shape, dtype).
+
+    ``what`` names the learner in the errors ("CTW snapshot is truncated")."""
+    data = bytes(data)
+    if len(data) < _HEADER.size + 4:
+        raise ValueError(f"{what} snapshot is truncated")
+    found, got_version, hlen = _HEADER.unpack_from(data)
+    if found != magic:
+        raise ValueError(f"not a seqd {what} snapshot (wrong magic)")
+    if got_version > version:
+        raise ValueError(f"{what} snapshot format {got_version} is newer than this seqd understands ({version})")
+    if zlib.crc32(data[:-4]) != struct.unpack_from("<I", data, len(data) - 4)[0]:
+        raise ValueError(f"{what} snapshot is damaged (checksum mismatch)")
+    try:
+        meta = json.loads(data[_HEADER.size:_HEADER.size + hlen])
+        config = config_type(**meta["config"])
+        listed = [(name, np.dtype(dtype), tuple(int(k) for k in shape)) for name, dtype, shape in meta["arrays"]]
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"{what} snapshot header is invalid: {exc}") from None
+    expected = shapes(config)
+    if [name for name, _, _ in listed] != list(state_type._fields) or set(expected) != set(state_type._fields):
+        raise ValueError(f"{what} snapshot does not hold the expected arrays")
+    arrays, offset = {}, _HEADER.size + hlen
+    for name, dtype, shape in listed:
+        if shape != expected[name][0] or dtype.newbyteorder("=") != np.dtype(expected[name][1]):
+            raise ValueError(f"{what} snapshot array {name!r} is not what its configuration holds")
+        count = math.prod(shape)
+        if offset + count * dtype.itemsize > len(data) - 4:
+            raise ValueError(f"{what} snapshot is truncated")
+        arrays[name] = np.frombuffer(data, dtype, count, offset).reshape(shape).astype(expected[name][1], copy=True)
+        offset += count * dtype.itemsize
+    if offset != len(data) - 4:
+        raise ValueError(f"{what} snapshot is truncated or followed by other bytes")
+    return config, state_type(**arrays)

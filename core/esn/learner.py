@@ -1,0 +1,52 @@
+"""The echo-state learner's public face: the interface every seqd learner has (``docs/architecture.md``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..online.learner import validate_symbols
+from ..open_alphabet import OpenAlphabetLearner, SnapshotKind
+from .config import ACTIVE, RATE, SYMBOLS, ESNConfig, state_shapes
+from .reservoir import learn_buffer, predict
+from .snapshot import MAGIC, VERSION, check
+from .state import ESNState, new_state, numerics
+
+
+class ESNLearner(OpenAlphabetLearner):
+    """A leaky echo-state network whose readout learns one symbol stream online (``seqd.core.esn``).
+
+        >>> learner = ESNLearner(ESNConfig(alphabet_cap=4, units=20, connections=4))
+        >>> bits = learner.learn([0, 1, 2, 3] * 100)
+        >>> bool(bits[-40:].mean() < 0.5)
+        True
+        >>> learner.predict_one()
+        0
+    """
+
+    snapshot_kind = SnapshotKind(MAGIC, VERSION, "echo-state", ESNConfig, ESNState, state_shapes, check)
+    _new_state = staticmethod(new_state)
+    config: ESNConfig
+    state: ESNState
+
+    def __init__(self, config: ESNConfig | None = None, *, _state: ESNState | None = None):
+        super().__init__(config, _state=_state)
+        self._numerics = numerics()
+
+    def learn(self, symbols) -> np.ndarray:
+        """Predict, score and learn each symbol in turn; returns each one's prequential code length in bits."""
+        x = validate_symbols(symbols, self.config.alphabet_cap)
+        bits = np.empty(len(x))
+        c = self.config
+        learn_buffer(self.state, c.alphabet_cap, c.seed, c.leak, c.input_scale, c.writing_discount, c.writing_prior,
+                     c.writing_evidence_floor, self._numerics, x, bits)
+        return bits
+
+    def _distribution(self) -> tuple[int, np.ndarray]:
+        width = predict(self.state, self.config.alphabet_cap, self._numerics)
+        return width, self.state.pi[:width]
+
+    @property
+    def stats(self) -> dict:
+        c = self.state.counts
+        return {"symbols": int(c[SYMBOLS]), "alphabet_size": int(c[ACTIVE]),
+                "writing_rate": float(self.state.reals[RATE])}

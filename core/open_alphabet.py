@@ -1,0 +1,95 @@
+"""What a learner over an open alphabet offers, from the one distribution it predicts.
+
+A subclass holds ``config`` (with ``alphabet_cap``) and ``state`` (a named
+tuple of arrays with ``symbol_of``: the symbol of each internal code, code 0
+being the escape) and defines ``learn`` and ``_distribution()``: the active
+width and the next symbol's probabilities over codes 0..width-1.  The
+prediction methods here are the same for every such learner (CTW, the
+echo-state network), and the same as ``online.OnlineLearner``'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .arrays_snapshot import pack, unpack
+
+
+@dataclass(frozen=True)
+class SnapshotKind:
+    """How a learner's snapshots are told apart and checked (``arrays_snapshot.py``)."""
+
+    magic: bytes  # 8 bytes
+    version: int
+    what: str  # the learner's name in errors
+    config_type: type
+    state_type: type
+    shapes: Callable  # config -> {name: (shape, dtype)}
+    check: Callable  # (config, state) -> None, or a ValueError: what a restored state must satisfy
+
+
+class OpenAlphabetLearner:
+    config: object
+    state: tuple
+    snapshot_kind: SnapshotKind
+
+    def __init__(self, config=None, *, _state=None):
+        kind = self.snapshot_kind
+        self.config = config if config is not None else kind.config_type()
+        self.state = _state if _state is not None else self._new_state(self.config)
+
+    @staticmethod
+    def _new_state(config) -> tuple:
+        raise NotImplementedError
+
+    def _distribution(self) -> tuple[int, np.ndarray]:
+        raise NotImplementedError
+
+    def learn(self, symbols) -> np.ndarray:
+        raise NotImplementedError
+
+    def learn_one(self, symbol: int) -> None:
+        """Learn one symbol (River's stateful convention: returns nothing)."""
+        self.learn([symbol])
+
+    def predict_proba_one(self) -> dict:
+        """Distribution of the next symbol over the symbols seen so far, and ``None`` for a new one."""
+        width, p = self._distribution()
+        out: dict = {int(self.state.symbol_of[c]): float(p[c]) for c in range(1, width)}
+        out[None] = float(p[0])
+        return out
+
+    def predict_proba(self) -> np.ndarray:
+        """Probabilities of every symbol 0..cap-1 for the next step; the unseen share the escape's."""
+        width, p = self._distribution()
+        cap, seen = self.config.alphabet_cap, width - 1
+        out = np.full(cap, p[0] / (cap - seen) if seen < cap else 0.0)
+        out[self.state.symbol_of[1:width]] = p[1:width]
+        return out
+
+    def predict_one(self) -> int | None:
+        """The most probable next symbol, or None before any symbol was seen."""
+        dist = self.predict_proba_one()
+        dist.pop(None)
+        return max(dist, key=dist.get) if dist else None
+
+    @property
+    def state_bytes(self) -> int:
+        """Memory held by the learner's arrays: fixed by its configuration, whatever the stream's length."""
+        return sum(arr.nbytes for arr in self.state)
+
+    def to_bytes(self) -> bytes:
+        """An exact, versioned, checksummed snapshot: :meth:`from_bytes` continues the stream bit for bit."""
+        kind = self.snapshot_kind
+        return pack(kind.magic, kind.version, self.config, self.state)
+
+    @classmethod
+    def from_bytes(cls, data: bytes):
+        kind = cls.snapshot_kind
+        config, state = unpack(data, kind.magic, kind.version, kind.what, kind.config_type, kind.state_type,
+                               kind.shapes)
+        kind.check(config, state)
+        return cls(config, _state=state)
