@@ -126,13 +126,15 @@ def ctw(args) -> str:
             kt = min(CTW_DEPTHS, key=lambda d: regret[d, 0.5])
             best_d, best_a = min(regret, key=regret.get)
             by_depth = " / ".join(f"{regret[d, best_a]:,.0f}" for d in CTW_DEPTHS)
-            lines.append(f"| {task} | {seed} | {bzip2:,.1f} | {PAPER_BZIP2[task]:,.1f} | {regret[kt, 0.5]:,.1f} (D = {kt}) | **{regret[best_d, best_a]:,.1f}** "
+            lines.append(f"| {task} | {seed} | {bzip2:,.1f} | {PAPER_BZIP2[task]:,.1f} | {regret[kt, 0.5]:,.1f} "
+                         f"(D = {kt}) | **{regret[best_d, best_a]:,.1f}** "
                          f"(D = {best_d}, 1/{round(1 / best_a)}) | {by_depth} | {PAPER_CTW[task]:,.1f} |")
     lines += ["", "Regret (bits) on the validation sequence of each task at the paper's sizes (draw s: training "
                   "sequence from random generator [s, 0], validation from [s, 1], as `bench/online.py tasks` "
                   "draws them with s = 0); `seqd.core.ctw` over the task's alphabet, depths D = "
                   + ", ".join(map(str, CTW_DEPTHS)) + ", pseudo-counts alpha = 1/2, 1/8, 1/32, 1/128, a pool of "
-                  "2^20 nodes; bzip2: Python's bz2 (libbzip2) at level 9 on the sequences' text, the bits of training + "
+                  "2^20 nodes; bzip2: Python's bz2 (libbzip2) at level 9 on the sequences' text, the bits of "
+                  "training + "
                   "validation minus those of training alone, minus the true model's. Paper: seed 000's Table 1."]
     return "\n".join(lines)
 

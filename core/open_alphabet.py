@@ -31,6 +31,16 @@ class SnapshotKind:
     check: Callable  # (config, state) -> None, or a ValueError: what a restored state must satisfy
 
 
+def codes_are_consistent(code_of: np.ndarray, symbol_of: np.ndarray, active: int, cap: int) -> bool:
+    """Whether ``active`` codes name distinct symbols of [0, cap), each the code of its symbol, and no other
+    symbol has a code: what a restored state must hold before a kernel indexes with them."""
+    symbols = symbol_of[1:active + 1]
+    return (0 <= active <= cap and not np.any((code_of < 0) | (code_of > active))
+            and not np.any((symbols < 0) | (symbols >= cap))
+            and np.array_equal(code_of[symbols], np.arange(1, active + 1))
+            and np.count_nonzero(code_of) == active)
+
+
 class OpenAlphabetLearner:
     config: object
     state: tuple

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..open_alphabet import codes_are_consistent
 from .config import ACTIVE, EMPTY, NODES, SYMBOLS, CTWConfig
 from .state import CTWState
 
@@ -15,16 +16,13 @@ VERSION = 1
 def check(config: CTWConfig, state: CTWState) -> None:
     """Every index a kernel or the learner follows stays inside its array, and the counts add up (a snapshot
     that passes its checksum may still have been written wrong)."""
-    c, A = state.counts, config.alphabet_cap
+    c = state.counts
     active, nodes = int(c[ACTIVE]), int(c[NODES])
-    if not (0 <= active <= A and 1 <= nodes <= 1 << config.node_bits and c[SYMBOLS] >= 0):
+    if not (1 <= nodes <= 1 << config.node_bits and c[SYMBOLS] >= 0):
         raise ValueError("CTW snapshot holds inconsistent counts")
-    symbols = state.symbol_of[1:active + 1]
-    if np.any((state.slots < EMPTY) | (state.slots >= nodes)) \
-            or np.any((state.recent < 0) | (state.recent > active)) \
-            or np.any((state.code_of < 0) | (state.code_of > active)) \
-            or np.any((symbols < 0) | (symbols >= A)) \
-            or not np.array_equal(state.code_of[symbols], np.arange(1, active + 1)):
+    if not codes_are_consistent(state.code_of, state.symbol_of, active, config.alphabet_cap) \
+            or np.any((state.slots < EMPTY) | (state.slots >= nodes)) \
+            or np.any((state.recent < 0) | (state.recent > active)):
         raise ValueError("CTW snapshot holds an index outside its arrays")
     if not np.array_equal(state.total, state.n.sum(axis=1, dtype=np.int64)) \
             or not np.all(np.isfinite(state.log_beta)):

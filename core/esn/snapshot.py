@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..open_alphabet import codes_are_consistent
 from .config import ACTIVE, SYMBOLS, ESNConfig
 from .state import ESNState
 
@@ -14,14 +15,9 @@ VERSION = 1
 
 def check(config: ESNConfig, state: ESNState) -> None:
     """Every index the kernels follow stays inside its array, and every number is finite."""
-    c, A, N = state.counts, config.alphabet_cap, config.units
-    active = int(c[ACTIVE])
-    symbols = state.symbol_of[1:active + 1]
-    if not (0 <= active <= A and c[SYMBOLS] >= 0) \
-            or np.any((state.sources < 0) | (state.sources >= N)) \
-            or np.any((state.code_of < 0) | (state.code_of > active)) \
-            or np.any((symbols < 0) | (symbols >= A)) \
-            or not np.array_equal(state.code_of[symbols], np.arange(1, active + 1)):
+    c = state.counts
+    if c[SYMBOLS] < 0 or not codes_are_consistent(state.code_of, state.symbol_of, int(c[ACTIVE]), config.alphabet_cap) \
+            or np.any((state.sources < 0) | (state.sources >= config.units)):
         raise ValueError("echo-state snapshot holds an index outside its arrays")
     for name in ("weights", "inputs", "a", "w", "h0", "hd", "reals"):
         if not np.all(np.isfinite(getattr(state, name))):
