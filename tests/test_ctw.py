@@ -81,3 +81,20 @@ def test_a_repeated_motif_costs_little_once_learned_and_the_prediction_names_it(
 def test_a_bad_setting_is_a_clear_error(settings, message):
     with pytest.raises(ValueError, match=message):
         CTWConfig(**settings)
+
+
+def test_a_snapshot_whose_node_table_lies_is_refused_rather_than_followed():
+    """A snapshot that passes its checksum but whose table has no empty slot would make a lookup loop for ever,
+    and one whose slots name nodes twice would merge contexts: both are refused."""
+    from seqd.core.arrays_snapshot import pack
+    from seqd.core.ctw.snapshot import MAGIC, VERSION
+
+    learner = CTWLearner(CTWConfig(alphabet_cap=4, depth=2, node_bits=4))
+    learner.learn([0, 1, 2, 3, 1, 0])
+    full = learner.state._replace(slots=np.arange(len(learner.state.slots)) % learner.state.counts[2])
+    twice = learner.state._replace(slots=np.where(learner.state.slots > 1, 1, learner.state.slots))
+    for state in (full, twice):
+        with pytest.raises(ValueError, match="index outside its arrays"):
+            CTWLearner.from_bytes(pack(MAGIC, VERSION, learner.config, state))
+    assert CTWLearner.from_bytes(learner.to_bytes()).to_bytes() == learner.to_bytes()
+
