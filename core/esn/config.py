@@ -18,7 +18,7 @@ class ESNConfig:
     """Settings of an echo-state learner."""
 
     alphabet_cap: int = 256  # symbols are integers in [0, alphabet_cap)
-    units: int = 100  # N: the reservoir's units
+    units: int = 200  # N: the reservoir's units (200: the best of 100, 200, 400 on the logs at the full writing step)
     connections: int = 10  # incoming connections per unit (the reservoir is sparse)
     spectral_radius: float = 0.95  # rho(W) the reservoir is scaled to
     leak: float = 0.5  # alpha of eq. (2.22): the share of h_{t-1} kept at each step
