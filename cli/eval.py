@@ -64,9 +64,10 @@ def configure(p: argparse.ArgumentParser) -> None:
                            help=f"comma-separated, '' for none; {helptext}")
         else:
             p.add_argument(flag, type=kind, default=argparse.SUPPRESS, choices=choices.get(field.name), help=helptext)
+    glnn_settings = {f.name for f in dataclasses.fields(OnlineConfig)}
     for name, baseline in (("ctw", CTWConfig()), ("esn", ESNConfig())):
         for field in dataclasses.fields(baseline):
-            if field.name in {f.name for f in dataclasses.fields(OnlineConfig)}:  # the GLNN's flag (--units, ...)
+            if field.name in glnn_settings:  # the GLNN's flag serves (--units, --seed, ...)
                 continue
             p.add_argument("--" + field.name.replace("_", "-"), type=type(getattr(baseline, field.name)),
                            default=argparse.SUPPRESS, help=f"{name} only; default {getattr(baseline, field.name)}")

@@ -1,11 +1,13 @@
-"""What a learner over an open alphabet offers, from the one distribution it predicts.
+"""What a learner over an open alphabet offers, from the one distribution it predicts, and its input rule.
 
 A subclass holds ``config`` (with ``alphabet_cap``) and ``state`` (a named
 tuple of arrays with ``symbol_of``: the symbol of each internal code, code 0
 being the escape) and defines ``learn`` and ``_distribution()``: the active
 width and the next symbol's probabilities over codes 0..width-1.  The
-prediction methods here are the same for every such learner (CTW, the
-echo-state network), and the same as ``online.OnlineLearner``'s.
+prediction methods here are every such learner's: seed 000's GLNN
+(``online.OnlineLearner``), CTW and the echo-state network.  The last two
+also take their snapshots from here (a :class:`SnapshotKind`); the GLNN has
+a format of its own (``online/snapshot.py``).
 """
 
 from __future__ import annotations
@@ -66,18 +68,26 @@ class OpenAlphabetLearner:
         self.learn([symbol])
 
     def predict_proba_one(self) -> dict:
-        """Distribution of the next symbol over the symbols seen so far, and ``None`` for a new one."""
+        """Distribution of the next symbol over the symbols seen so far, and ``None`` for a new one.
+
+        Once every symbol of the alphabet has been seen, ``None`` has probability 0.
+        """
         width, p = self._distribution()
         out: dict = {int(self.state.symbol_of[c]): float(p[c]) for c in range(1, width)}
         out[None] = float(p[0])
         return out
 
     def predict_proba(self) -> np.ndarray:
-        """Probabilities of every symbol 0..cap-1 for the next step; the unseen share the escape's."""
+        """Probabilities of every symbol 0..cap-1 for the next step; unseen symbols share the escape mass."""
         width, p = self._distribution()
-        cap, seen = self.config.alphabet_cap, width - 1
-        out = np.full(cap, p[0] / (cap - seen) if seen < cap else 0.0)
-        out[self.state.symbol_of[1:width]] = p[1:width]
+        return self.spread(self.config.alphabet_cap, self.state.symbol_of[1:width], p[1:width], p[0])
+
+    @staticmethod
+    def spread(cap: int, symbols, probs, escape: float) -> np.ndarray:
+        """Probabilities of all ``cap`` symbols: the seen ``symbols`` have ``probs``, the others share ``escape``."""
+        seen = len(symbols)
+        out = np.full(cap, escape / (cap - seen) if seen < cap else 0.0)
+        out[np.asarray(symbols, dtype=np.int64)] = probs
         return out
 
     def predict_one(self) -> int | None:
@@ -103,3 +113,24 @@ class OpenAlphabetLearner:
                                kind.shapes)
         kind.check(config, state)
         return cls(config, _state=state)
+
+
+def validate_symbols(symbols, cap: int) -> np.ndarray:
+    """``symbols`` (a sequence, an integer array or bytes) as a contiguous int64 array, each in [0, cap);
+    anything else is a ValueError that says what is wrong.  Every learner takes its input through here."""
+    if isinstance(symbols, (bytes, bytearray, memoryview)):
+        x = np.frombuffer(bytes(symbols), dtype=np.uint8)
+    else:
+        x = np.asarray(symbols)
+    if x.ndim != 1:
+        raise ValueError(f"symbols must be a one-dimensional sequence, got shape {x.shape}")
+    if len(x) == 0:
+        raise ValueError("empty input: there is nothing to learn")
+    if not np.issubdtype(x.dtype, np.integer):
+        raise ValueError(f"symbols must be integers, got dtype {x.dtype}")
+    x = x.astype(np.int64, copy=False)
+    lo, hi = int(x.min()), int(x.max())
+    if lo < 0 or hi >= cap:
+        bad = lo if lo < 0 else hi
+        raise ValueError(f"symbol {bad} is outside the alphabet [0, {cap})")
+    return np.ascontiguousarray(x)

@@ -44,8 +44,8 @@ def _earlier(make, *befores):
     return tuple(builder(b) for b in befores)
 
 
-EARLIER = {"bytes": _earlier(OnlineConfig.bytes_default, _BYTES_0_12, _BYTES_0_8, _BYTES_0_7, _BYTES_0_6, _BYTES_0_5, _BYTES_0_4,
-                             _BYTES_0_3, _BYTES_0_2),
+EARLIER = {"bytes": _earlier(OnlineConfig.bytes_default, _BYTES_0_12, _BYTES_0_8, _BYTES_0_7, _BYTES_0_6, _BYTES_0_5,
+                             _BYTES_0_4, _BYTES_0_3, _BYTES_0_2),
            "glnn": _earlier(OnlineConfig, _GLNN_0_12, _GLNN_0_11, _GLNN_0_10)}
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..online.learner import validate_symbols
-from ..open_alphabet import OpenAlphabetLearner, SnapshotKind
+from ..open_alphabet import OpenAlphabetLearner, SnapshotKind, validate_symbols
 from .config import ACTIVE, NODES, SYMBOLS, CTWConfig, state_shapes
 from .snapshot import MAGIC, VERSION, check
 from .state import CTWState, new_state

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..online.learner import validate_symbols
-from ..open_alphabet import OpenAlphabetLearner, SnapshotKind
+from ..open_alphabet import OpenAlphabetLearner, SnapshotKind, validate_symbols
 from .config import ACTIVE, RATE, SYMBOLS, ESNConfig, state_shapes
 from .reservoir import learn_buffer, predict
 from .snapshot import MAGIC, VERSION, check

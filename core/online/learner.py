@@ -16,19 +16,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..open_alphabet import OpenAlphabetLearner, validate_symbols
 from .config import OnlineConfig
 from .snapshot import from_bytes, snapshot_parts, to_bytes
 from .state import ACTIVE, ETA_TAU, ETA_W, NONFINITE, REJECTED, SYMBOLS, WINDOWS, OnlineState, new_state
 from .steps import learn_buffer, predict_into
 
 
-class OnlineLearner:
+class OnlineLearner(OpenAlphabetLearner):
     """A GLNN (or GNN) learning one symbol stream online (``docs/online.md``).
 
     Symbols are integers in ``[0, config.alphabet_cap)``.  The alphabet is
     open: a stream starts with no symbols, and a first occurrence is predicted
     through an escape probability, named among the symbols not yet seen, and
-    then joins the model.
+    then joins the model.  The prediction methods (``predict_proba_one``,
+    ``predict_proba``, ``predict_one``), ``learn_one`` and ``state_bytes``
+    are every open-alphabet learner's (``core/open_alphabet.py``).
     """
 
     def __init__(self, config: OnlineConfig | None = None, *, _state: OnlineState | None = None):
@@ -51,40 +54,10 @@ class OnlineLearner:
         learn_buffer(self.state, self._hyper, self._flags, x, bits)
         return bits
 
-    def learn_one(self, symbol: int) -> None:
-        """Learn one symbol (River's stateful convention: returns nothing)."""
-        self.learn([symbol])
-
     # -- prediction -------------------------------------------------------------------------
-    def predict_proba_one(self) -> dict[int, float]:
-        """Distribution of the next symbol over the symbols seen so far, and ``None`` for a new one.
-
-        Once every symbol of the alphabet has been seen, ``None`` has probability 0.
-        """
+    def _distribution(self) -> tuple[int, np.ndarray]:
         width = predict_into(self.state, self._flags, self._proba)
-        out: dict = {int(self.state.symbol_of[c]): float(self._proba[c]) for c in range(1, width)}
-        out[None] = float(self._proba[0])
-        return out
-
-    def predict_proba(self) -> np.ndarray:
-        """Probabilities of every symbol 0..cap-1 for the next step; unseen symbols share the escape mass."""
-        width = predict_into(self.state, self._flags, self._proba)
-        return self.spread(self.config.alphabet_cap, self.state.symbol_of[1:width], self._proba[1:width],
-                           self._proba[0])
-
-    @staticmethod
-    def spread(cap: int, symbols, probs, escape: float) -> np.ndarray:
-        """Probabilities of all ``cap`` symbols: the seen ``symbols`` have ``probs``, the others share ``escape``."""
-        seen = len(symbols)
-        out = np.full(cap, escape / (cap - seen) if seen < cap else 0.0)
-        out[np.asarray(symbols, dtype=np.int64)] = probs
-        return out
-
-    def predict_one(self) -> int | None:
-        """The most probable next symbol, or None before any symbol was seen."""
-        dist = self.predict_proba_one()
-        dist.pop(None)
-        return max(dist, key=dist.get) if dist else None
+        return width, self._proba[:width]
 
     # -- state ------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
@@ -102,11 +75,6 @@ class OnlineLearner:
         return cls(config, _state=state)
 
     @property
-    def state_bytes(self) -> int:
-        """Memory held by the learner's arrays: fixed by the configuration, whatever the stream's length."""
-        return sum(arr.nbytes for arr in self.state)
-
-    @property
     def stats(self) -> dict:
         c, r = self.state.counts, self.state.reals
         return {
@@ -118,24 +86,3 @@ class OnlineLearner:
             "transition_rate": float(r[ETA_TAU]),
             "writing_rate": float(r[ETA_W]),
         }
-
-
-def validate_symbols(symbols, cap: int) -> np.ndarray:
-    """``symbols`` (a sequence, an integer array or bytes) as a contiguous int64 array, each in [0, cap);
-    anything else is a ValueError that says what is wrong.  Every learner takes its input through here."""
-    if isinstance(symbols, (bytes, bytearray, memoryview)):
-        x = np.frombuffer(bytes(symbols), dtype=np.uint8)
-    else:
-        x = np.asarray(symbols)
-    if x.ndim != 1:
-        raise ValueError(f"symbols must be a one-dimensional sequence, got shape {x.shape}")
-    if len(x) == 0:
-        raise ValueError("empty input: there is nothing to learn")
-    if not np.issubdtype(x.dtype, np.integer):
-        raise ValueError(f"symbols must be integers, got dtype {x.dtype}")
-    x = x.astype(np.int64, copy=False)
-    lo, hi = int(x.min()), int(x.max())
-    if lo < 0 or hi >= cap:
-        bad = lo if lo < 0 else hi
-        raise ValueError(f"symbol {bad} is outside the alphabet [0, {cap})")
-    return np.ascontiguousarray(x)
