@@ -104,3 +104,14 @@ def test_the_rules_see_the_imports():
     assert "seqd.clients" in seqd_imports(ROOT / "__init__.py")
     assert seqd_imports(ROOT / "clients" / "__init__.py") >= {"seqd.clients.client", "seqd.clients.aio"}
     assert "seqd.cli" in seqd_imports(ROOT / "__main__.py")
+
+
+def test_every_package_of_the_house_is_installed():
+    """pyproject.toml lists its packages one by one: a new subpackage left out of the list works from a checkout
+    (an editable install) and is missing from a wheel."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {"seqd"} | {".".join(("seqd",) + init.parent.relative_to(ROOT).parts)
+                        for room in ROOMS for init in (ROOT / room).rglob("__init__.py")}
+    assert found - listed == set(), "packages missing from pyproject.toml's [tool.setuptools] packages"
