@@ -14,6 +14,7 @@ from pathlib import Path
 
 from seqd.core.ctw import CTWConfig, CTWLearner
 from seqd.core.esn import ESNConfig, ESNLearner
+from seqd.core.lstm import LSTMConfig, LSTMLearner
 from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online.config import MODELS as PRESETS, SELECTED_STEPS
 
@@ -31,14 +32,17 @@ def configure(p: argparse.ArgumentParser) -> None:
         "its prequential code length: bits per byte, total bits, throughput and memory. The model is a preset, "
         "the same for every input: 'bytes' (the default, OnlineConfig.bytes_default(): a small GLNN plus context "
         "units and their mixer) or 'glnn' (seed 000's GLNN alone, OnlineConfig()), as a stream's in the daemon, "
-        "or the baselines 'ctw' (context-tree weighting, seed 000's sanity check) and 'esn' (a leaky echo-state "
-        "network, seed 001); each setting below changes the preset's."
+        "or the baselines 'ctw' (context-tree weighting, seed 000's sanity check), 'esn' (a leaky echo-state "
+        "network, seed 001) and 'lstm' (an LSTM trained by truncated back-propagation, seed 001); each setting "
+        "below changes the preset's."
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--preset", choices=tuple(MODELS), default="bytes",
                    help="the model the settings below change: bytes (default), glnn, ctw (context-tree weighting: "
                         "--depth, --alpha, --node-bits, --seed) or esn (an echo-state network: --units, "
-                        "--connections, --spectral-radius, --leak, --input-scale, --seed and the --writing-* settings)")
+                        "--connections, --spectral-radius, --leak, --input-scale, --seed and the --writing-* settings) or lstm "
+                        "(an LSTM: --cells, --layers, --horizon, --learning-rate, --clip, --init-scale, "
+                        "--forget-bias, --seed)")
     defaults, glnn = OnlineConfig.bytes_default(), OnlineConfig()
     choices = {"model": ("glnn", "gnn"), "method": ("rbpm", "ruop", "qdrbpm", "qdruop"), "activation": ("tanh", "logistic"),
                "selected_step": SELECTED_STEPS}
@@ -65,7 +69,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         else:
             p.add_argument(flag, type=kind, default=argparse.SUPPRESS, choices=choices.get(field.name), help=helptext)
     glnn_settings = {f.name for f in dataclasses.fields(OnlineConfig)}
-    for name, baseline in (("ctw", CTWConfig()), ("esn", ESNConfig())):
+    for name, (kind, _) in BASELINES.items():
+        baseline = kind()
         for field in dataclasses.fields(baseline):
             if field.name in glnn_settings:  # the GLNN's flag serves (--units, --seed, ...)
                 continue
@@ -87,12 +92,15 @@ def _int_tuple(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
+# the baselines: each one's configuration class and learner
+BASELINES = {"ctw": (CTWConfig, CTWLearner), "esn": (ESNConfig, ESNLearner), "lstm": (LSTMConfig, LSTMLearner)}
 # every preset: its model's configuration class, and how the preset builds it from settings
 MODELS = {**{name: (OnlineConfig, make) for name, make in PRESETS.items()},
-          "ctw": (CTWConfig, CTWConfig), "esn": (ESNConfig, ESNConfig)}
+          **{name: (kind, kind) for name, (kind, _) in BASELINES.items()}}
+Config = OnlineConfig | CTWConfig | ESNConfig | LSTMConfig
 
 
-def _config(args) -> OnlineConfig | CTWConfig | ESNConfig:
+def _config(args) -> Config:
     """The preset with the settings given on the command line; a setting its model does not have is an error."""
     kind, make = MODELS[args.preset]
     names = {f.name for model, _ in MODELS.values() for f in dataclasses.fields(model)}
@@ -105,16 +113,15 @@ def _config(args) -> OnlineConfig | CTWConfig | ESNConfig:
     return make(**{"alphabet_cap": 256, **values})
 
 
-def _learner(config: OnlineConfig | CTWConfig | ESNConfig):
+def _learner(config: Config):
     """A fresh learner of ``config``'s model."""
-    if isinstance(config, CTWConfig):
-        return CTWLearner(config)
-    if isinstance(config, ESNConfig):
-        return ESNLearner(config)
+    for kind, learner in BASELINES.values():
+        if isinstance(config, kind):
+            return learner(config)
     return OnlineLearner(config)
 
 
-def evaluate_file(path: Path, config: OnlineConfig | CTWConfig | ESNConfig, progress=None, curve: bool = False) -> dict:
+def evaluate_file(path: Path, config: Config, progress=None, curve: bool = False) -> dict:
     """One file through a fresh learner; with ``curve``, the result's "curve" is its learning curve."""
     data = path.read_bytes()
     if not data:

@@ -47,6 +47,7 @@ import numpy as np
 from seqd.core.container import level_config
 from seqd.core.ctw import CTWConfig, CTWLearner
 from seqd.core.esn import ESNConfig, ESNLearner
+from seqd.core.lstm import LSTMConfig, LSTMLearner
 from seqd.core.online import OnlineConfig, OnlineLearner
 
 STREAM_LENGTH = 1200  # symbols per contract stream: several windows, every symbol of a small alphabet
@@ -69,7 +70,7 @@ class Entry:
     """
 
     name: str
-    config: Callable[[], OnlineConfig | CTWConfig | ESNConfig]
+    config: Callable[[], OnlineConfig | CTWConfig | ESNConfig | LSTMConfig]
     learner: type = OnlineLearner
     random: bool = True
 
@@ -135,6 +136,10 @@ REGISTRY: list[Entry] = [
     # the leaky echo-state network (seed 001): its reservoir drawn from the seed
     Entry("esn-cap16", lambda: ESNConfig(alphabet_cap=16, units=12, connections=3), ESNLearner),
     Entry("esn-bytes", lambda: ESNConfig(alphabet_cap=256, units=16, connections=4, leak=0.2), ESNLearner),
+    # the LSTM (seed 001), trained by truncated back-propagation: its weights drawn from the seed; two layers
+    # with a clipped gradient, and bytes
+    Entry("lstm-cap16", lambda: LSTMConfig(alphabet_cap=16, cells=8, layers=2, horizon=7, clip=1.0), LSTMLearner),
+    Entry("lstm-bytes", lambda: LSTMConfig(alphabet_cap=256, cells=12), LSTMLearner),
 ]
 
 # the entries whose learner is the online GLNN (OnlineLearner), for the checks of its internals

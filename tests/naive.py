@@ -1295,3 +1295,109 @@ def esn_bits(x, cap, W, config):
         u = np.array([splitmix_uniform(config.seed, j, symbol) for j in range(N)])
         h = (1.0 - config.leak) * np.tanh(W @ h + config.input_scale * (2.0 * u - 1.0)) + config.leak * h
     return np.array(out)
+
+
+def _sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def lstm_weights(config):
+    """The LSTM learner's first weights from its recipe: W[l][q] (N x K) uniform in [-scale, scale) from
+    splitmix_uniform(seed, (l*4 + q)*N + j, 2^40 + k), the forget gates' (q = 0) biases (column 0) at forget_bias."""
+    N, L = config.cells, config.layers
+    K = (2 if L > 1 else 1) * N + 1
+    W = np.zeros((L, 4, N, K))
+    for layer in range(L):
+        for q in range(4):
+            for j in range(N):
+                row = (layer * 4 + q) * N + j
+                W[layer, q, j] = [config.init_scale * (2.0 * splitmix_uniform(config.seed, row, (1 << 40) + k) - 1.0)
+                                  for k in range(K)]
+        W[layer, 0, :, 0] = config.forget_bias
+    return W
+
+
+def lstm_step(W, E, code, h, c):
+    """One step of every layer (seed 001 eqs. 2.1-2.5 with a forget gate), as matrices: returns the new (h, c)
+    and what back-propagation needs (each layer's input z, gates and previous cell)."""
+    L, N = h.shape
+    h2, c2, saved = np.zeros_like(h), np.zeros_like(c), []
+    for layer in range(L):
+        z = np.concatenate(([1.0], h[layer]) + ((h2[layer - 1],) if layer > 0 else ()))
+        pre = W[layer, :, :, :len(z)] @ z + E[layer][:, code, :]
+        f, i, o = _sigmoid(pre[0]), _sigmoid(pre[1]), _sigmoid(pre[3])
+        g = np.tanh(pre[2])
+        c2[layer] = f * c[layer] + i * g
+        h2[layer] = o * np.tanh(c2[layer])
+        saved.append((z, f, i, g, o, c[layer], c2[layer]))
+    return h2, c2, saved
+
+
+def lstm_window_gradient(W, steps, K):
+    """d/dW and d/dE of a window's log-likelihood: ``steps`` is [(code, saved, dh)] in time order, dh (L x N) the
+    softmax's error into that step's outputs; back through time and down through the layers, as matrices."""
+    L, _, N, _ = W.shape
+    gW, gE = np.zeros_like(W), {}
+    back_h, back_c = np.zeros((L, N)), np.zeros((L, N))
+    for code, saved, dh in reversed(steps):
+        down = np.zeros(N)
+        for layer in reversed(range(L)):
+            z, f, i, g, o, c_prev, c = saved[layer]
+            e_h = dh[layer] + back_h[layer] + (down if layer < L - 1 else 0.0)
+            tc = np.tanh(c)
+            e_c = back_c[layer] + e_h * o * (1 - tc ** 2)
+            d = np.stack([e_c * c_prev * f * (1 - f), e_c * g * i * (1 - i), e_c * i * (1 - g ** 2),
+                          e_h * tc * o * (1 - o)])
+            gW[layer, :, :, :len(z)] += d[:, :, None] * z[None, None, :]
+            gE[(layer, code)] = gE.get((layer, code), 0.0) + d
+            back_c[layer] = e_c * f
+            into_z = np.einsum("qjk,qj->k", W[layer, :, :, :len(z)], d)
+            back_h[layer] = into_z[1:N + 1]
+            down = into_z[N + 1:]
+    return gW, gE
+
+
+def lstm_bits(x, cap, config):
+    """Per-symbol code lengths of the online LSTM learner (``seqd.core.lstm``), in NumPy: predict with the softmax
+    over the open alphabet, score, step the softmax, every ``horizon`` steps the window's gradient step (rescaled
+    to ``clip`` when longer), then read the symbol."""
+    N, L, H, rate = config.cells, config.layers, config.horizon, config.learning_rate
+    W = lstm_weights(config)
+    E = [np.zeros((4, cap + 1, N)) for _ in range(L)]
+    v = np.zeros((L * N + 1, cap + 1))
+    h, c = np.zeros((L, N)), np.zeros((L, N))
+    codes, out, window = {}, [], []  # window: [code, saved, dh] per step
+    for symbol in x:
+        symbol = int(symbol)
+        width, first = len(codes) + 1, 1 if len(codes) == cap else 0
+        a = np.concatenate(([1.0], h.ravel()))
+        pi = np.zeros(cap + 1)
+        pi[first:width] = softmax(a @ v[:, first:width])
+        code = codes.get(symbol, 0)
+        out.append(-math.log2(pi[code]) + (math.log2(cap - len(codes)) if code == 0 else 0.0))
+        err = np.zeros(cap + 1)
+        err[first:width] = -pi[first:width]
+        err[code] += 1.0
+        if window:
+            window[-1][2] = (v[1:] @ err).reshape(L, N)
+        v += rate * np.outer(a, err)
+        if len(window) == H:
+            gW, gE = lstm_window_gradient(W, window, None)
+            norm = math.sqrt((gW ** 2).sum() + sum((g ** 2).sum() for g in gE.values()))
+            step = rate * (config.clip / norm if 0 < config.clip < norm else 1.0)
+            W += step * gW
+            for (layer, row), g in gE.items():
+                E[layer][:, row, :] += step * g
+            window = []
+        if code == 0:
+            n = len(codes)
+            code = codes[symbol] = n + 1
+            v[:, code] = 0.0
+            v[0, code] = v[0, 0] - math.log(cap - n)
+            for layer in range(L):
+                for q in range(4):
+                    E[layer][q, code] = [config.init_scale * (2.0 * splitmix_uniform(
+                        config.seed, (layer * 4 + q) * N + j, symbol) - 1.0) for j in range(N)]
+        h, c, saved = lstm_step(W, E, code, h, c)
+        window.append([code, saved, None])
+    return np.array(out)

@@ -1,0 +1,276 @@
+"""The LSTM learner's kernels: draw the weights, predict, one step forward, the window's back-propagation and
+its update, and the per-symbol loop.
+
+Equations in the package docstring (``__init__.py``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..jit import kernel
+from ..kernels.elementary import log, log2, logistic, tanh
+from ..kernels.forward import softmax_into
+from ..online.alphabet import unit_uniform
+from .config import ACTIVE, CANDIDATE, FILLED, FORGET, GATES, INPUT, NORM, OUTPUT, SYMBOLS, TANH_CELL
+
+WEIGHT_DRAWS = 1 << 40  # the uniforms of the gates' weights are (seed, row, WEIGHT_DRAWS + k); a symbol's are
+# (seed, row, symbol), row = (layer * 4 + gate) * cells + cell
+ERR, DH, BELOW, DPRE = 0, 1, 2, 3  # rows of ``scratch``: DPRE..DPRE+3 are the four gates' errors
+
+
+@kernel
+def draw_weights(seed, scale, forget_bias, w):
+    """w uniform in [-scale, scale), the forget gates' biases at ``forget_bias``."""
+    L, _, N, K = w.shape
+    for layer in range(L):
+        for q in range(GATES):
+            for j in range(N):
+                row = (layer * GATES + q) * N + j
+                for k in range(K):
+                    w[layer, q, j, k] = scale * (2.0 * unit_uniform(seed, row, WEIGHT_DRAWS + k) - 1.0)
+            for j in range(N):
+                w[layer, FORGET, j, 0] = forget_bias
+
+
+@kernel
+def predict(st, cap, numerics):
+    """st.pi = the softmax over the active codes of v^T a, the escape (code 0) left out once every symbol of the
+    alphabet has been seen; returns the width."""
+    width = st.counts[ACTIVE] + 1
+    first = 1 if st.counts[ACTIVE] == cap else 0
+    softmax_into(st.a, st.v[:, first:width], st.pi[first:width], numerics)
+    if first == 1:
+        st.pi[0] = 0.0
+    return width
+
+
+@kernel
+def forward(st, code):
+    """One step, eqs. (2.1)-(2.5) with a forget gate: every layer reads ``code``, its own last output and (above
+    the first) the new output of the layer below; window slot FILLED -> FILLED + 1, and ``a`` the new outputs."""
+    s = st.counts[FILLED]
+    L, _, N, K = st.w.shape
+    for layer in range(L):
+        own = st.hs[s, layer]
+        for j in range(N):
+            pre_f = 0.0
+            pre_i = 0.0
+            pre_g = 0.0
+            pre_o = 0.0
+            for q in range(GATES):
+                row = st.w[layer, q, j]
+                z = st.embed[layer, q, code, j] + row[0]
+                for k in range(N):
+                    z += row[1 + k] * own[k]
+                if layer > 0:
+                    below = st.hs[s + 1, layer - 1]
+                    for k in range(N):
+                        z += row[1 + N + k] * below[k]
+                if q == FORGET:
+                    pre_f = z
+                elif q == INPUT:
+                    pre_i = z
+                elif q == CANDIDATE:
+                    pre_g = z
+                else:
+                    pre_o = z
+            f = logistic(pre_f)
+            i = logistic(pre_i)
+            g = tanh(pre_g)
+            o = logistic(pre_o)
+            cell = f * st.cs[s, layer, j] + i * g
+            tc = tanh(cell)
+            st.cs[s + 1, layer, j] = cell
+            st.hs[s + 1, layer, j] = o * tc
+            gates = st.gates[s, layer]
+            gates[FORGET, j] = f
+            gates[INPUT, j] = i
+            gates[CANDIDATE, j] = g
+            gates[OUTPUT, j] = o
+            gates[TANH_CELL, j] = tc
+    st.codes[s] = code
+    st.counts[FILLED] = s + 1
+    for layer in range(L):
+        for j in range(N):
+            st.a[1 + layer * N + j] = st.hs[s + 1, layer, j]
+
+
+@kernel
+def output_step(st, code, first, width, rate):
+    """The softmax layer's gradient step on the symbol just scored (``code``), and the error it sends into the h
+    of the window's last step: dh = v^T (e_code - pi), taken with v before its step."""
+    err = st.scratch[ERR]
+    for y in range(first, width):
+        err[y] = (1.0 if y == code else 0.0) - st.pi[y]
+    s = st.counts[FILLED] - 1  # the step whose outputs made the prediction (-1: the stream's first symbol)
+    for i in range(st.v.shape[0]):
+        row = st.v[i]
+        acc = 0.0
+        step = rate * st.a[i]
+        for y in range(first, width):
+            acc += row[y] * err[y]
+            row[y] += step * err[y]
+        if i > 0 and s >= 0:
+            st.dh[s, i - 1] = acc
+
+
+@kernel
+def window_gradient(st):
+    """The gradient of the window's log-likelihood (nats) in w and embed, accumulated into grad_w and
+    grad_embed: back-propagation through its steps, from the errors ``dh`` the softmax sent into each step's
+    outputs; the window's first state is held fixed (truncated BPTT)."""
+    L, _, N, K = st.w.shape
+    H = st.counts[FILLED]
+    carry_h = st.carry[0]
+    carry_c = st.carry[1]
+    for layer in range(L):
+        for j in range(N):
+            carry_h[layer, j] = 0.0
+            carry_c[layer, j] = 0.0
+    dh = st.scratch[DH]
+    below_err = st.scratch[BELOW]
+    for s in range(H - 1, -1, -1):
+        code = st.codes[s]
+        for layer in range(L - 1, -1, -1):
+            gates = st.gates[s, layer]
+            for j in range(N):
+                dh[j] = st.dh[s, layer * N + j] + carry_h[layer, j]
+                if layer < L - 1:
+                    dh[j] += below_err[j]
+                f = gates[FORGET, j]
+                i = gates[INPUT, j]
+                g = gates[CANDIDATE, j]
+                o = gates[OUTPUT, j]
+                tc = gates[TANH_CELL, j]
+                dc = carry_c[layer, j] + dh[j] * o * (1.0 - tc * tc)
+                st.scratch[DPRE + FORGET, j] = dc * st.cs[s, layer, j] * f * (1.0 - f)
+                st.scratch[DPRE + INPUT, j] = dc * g * i * (1.0 - i)
+                st.scratch[DPRE + CANDIDATE, j] = dc * i * (1.0 - g * g)
+                st.scratch[DPRE + OUTPUT, j] = dh[j] * tc * o * (1.0 - o)
+                carry_c[layer, j] = dc * f
+                carry_h[layer, j] = 0.0
+                if layer > 0:
+                    below_err[j] = 0.0
+            own = st.hs[s, layer]
+            below = st.hs[s + 1, layer - 1] if layer > 0 else own
+            for q in range(GATES):
+                for j in range(N):
+                    d = st.scratch[DPRE + q, j]
+                    row = st.w[layer, q, j]
+                    grad = st.grad_w[layer, q, j]
+                    st.grad_embed[layer, q, code, j] += d
+                    grad[0] += d
+                    for k in range(N):
+                        grad[1 + k] += d * own[k]
+                        carry_h[layer, k] += row[1 + k] * d
+                    if layer > 0:
+                        for k in range(N):
+                            grad[1 + N + k] += d * below[k]
+                            below_err[k] += row[1 + N + k] * d
+
+
+@kernel
+def _first_in_window(codes, s):
+    """Whether step s is the first of the window to read its code (each code's gradient row counted once)."""
+    for r in range(s):
+        if codes[r] == codes[s]:
+            return False
+    return True
+
+
+@kernel
+def apply_gradient(st, rate, clip):
+    """w += rate * g and embed += rate * g over the window's gradient g, g rescaled to norm ``clip`` when longer
+    (seed 001, Algorithm 2; clip = 0: never); the gradient is then cleared and its norm kept in reals[NORM]."""
+    L, _, N, K = st.w.shape
+    H = st.counts[FILLED]
+    total = 0.0
+    for layer in range(L):
+        for q in range(GATES):
+            for j in range(N):
+                for k in range(K):
+                    total += st.grad_w[layer, q, j, k] * st.grad_w[layer, q, j, k]
+    for s in range(H):
+        if _first_in_window(st.codes, s):
+            code = st.codes[s]
+            for layer in range(L):
+                for q in range(GATES):
+                    for j in range(N):
+                        total += st.grad_embed[layer, q, code, j] * st.grad_embed[layer, q, code, j]
+    norm = math.sqrt(total)
+    st.reals[NORM] = norm
+    step = rate
+    if clip > 0.0 and norm > clip:
+        step = rate * (clip / norm)
+    for layer in range(L):
+        for q in range(GATES):
+            for j in range(N):
+                for k in range(K):
+                    st.w[layer, q, j, k] += step * st.grad_w[layer, q, j, k]
+                    st.grad_w[layer, q, j, k] = 0.0
+    for s in range(H):
+        if _first_in_window(st.codes, s):
+            code = st.codes[s]
+            for layer in range(L):
+                for q in range(GATES):
+                    for j in range(N):
+                        st.embed[layer, q, code, j] += step * st.grad_embed[layer, q, code, j]
+                        st.grad_embed[layer, q, code, j] = 0.0
+
+
+@kernel
+def _close_window(st):
+    """The window's last state becomes the next window's first."""
+    H = st.counts[FILLED]
+    for layer in range(st.hs.shape[1]):
+        for j in range(st.hs.shape[2]):
+            st.hs[0, layer, j] = st.hs[H, layer, j]
+            st.cs[0, layer, j] = st.cs[H, layer, j]
+    st.counts[FILLED] = 0
+
+
+@kernel
+def learn_buffer(st, cap, seed, rate, clip, scale, numerics, symbols, bits):
+    """Predict, score and learn each of ``symbols`` (bits[t]: its prequential code length), then read it; every
+    ``horizon`` symbols, the window's gradient step."""
+    horizon = st.codes.shape[0]
+    for t in range(symbols.shape[0]):
+        symbol = symbols[t]
+        width = predict(st, cap, numerics)
+        first = 1 if st.counts[ACTIVE] == cap else 0
+        code = st.code_of[symbol]
+        if code == 0:  # a first occurrence: the escape, then its name among the unseen
+            bits[t] = -log2(st.pi[0]) + log2(float(cap - st.counts[ACTIVE]))
+        else:
+            bits[t] = -log2(st.pi[code])
+        output_step(st, code, first, width, rate)
+        if st.counts[FILLED] == horizon:
+            window_gradient(st)
+            apply_gradient(st, rate, clip)
+            _close_window(st)
+        if code == 0:
+            code = _join(st, cap, seed, scale, symbol)
+        forward(st, code)
+        st.counts[SYMBOLS] += 1
+
+
+@kernel
+def _join(st, cap, seed, scale, symbol):
+    """``symbol`` gets the next code: its softmax column takes the escape's share of the mass (its bias is the
+    escape's less log(symbols still unseen)), its input weights are drawn from (seed, row, symbol)."""
+    n = st.counts[ACTIVE]
+    code = n + 1
+    st.code_of[symbol] = code
+    st.symbol_of[code] = symbol
+    st.counts[ACTIVE] = code
+    for i in range(st.v.shape[0]):
+        st.v[i, code] = 0.0
+    st.v[0, code] = st.v[0, 0] - log(float(cap - n))
+    L, _, N, _ = st.w.shape
+    for layer in range(L):
+        for q in range(GATES):
+            for j in range(N):
+                row = (layer * GATES + q) * N + j
+                st.embed[layer, q, code, j] = scale * (2.0 * unit_uniform(seed, row, symbol) - 1.0)
+    return code
