@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import math
 import resource
@@ -33,8 +34,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         "the same for every input: 'bytes' (the default, OnlineConfig.bytes_default(): a small GLNN plus context "
         "units and their mixer) or 'glnn' (seed 000's GLNN alone, OnlineConfig()), as a stream's in the daemon, "
         "or the baselines 'ctw' (context-tree weighting, seed 000's sanity check), 'esn' (a leaky echo-state "
-        "network, seed 001) and 'lstm' (an LSTM trained by truncated back-propagation, seed 001); each setting "
-        "below changes the preset's."
+        "network, seed 001), 'lstm' and 'gru' (an LSTM, gated recurrent units: trained by truncated "
+        "back-propagation, seed 001); each setting below changes the preset's."
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--preset", choices=tuple(MODELS), default="bytes",
@@ -42,7 +43,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "--depth, --alpha, --node-bits, --seed) or esn (an echo-state network: --units, "
                         "--connections, --spectral-radius, --leak, --input-scale, --seed and the --writing-* settings) or lstm "
                         "(an LSTM: --cells, --layers, --horizon, --learning-rate, --clip, --init-scale, "
-                        "--forget-bias, --seed)")
+                        "--forget-bias, --seed) or gru (the same settings)")
     defaults, glnn = OnlineConfig.bytes_default(), OnlineConfig()
     choices = {"model": ("glnn", "gnn"), "method": ("rbpm", "ruop", "qdrbpm", "qdruop"), "activation": ("tanh", "logistic"),
                "selected_step": SELECTED_STEPS}
@@ -96,7 +97,8 @@ def _int_tuple(text: str) -> tuple[int, ...]:
 BASELINES = {"ctw": (CTWConfig, CTWLearner), "esn": (ESNConfig, ESNLearner), "lstm": (LSTMConfig, LSTMLearner)}
 # every preset: its model's configuration class, and how the preset builds it from settings
 MODELS = {**{name: (OnlineConfig, make) for name, make in PRESETS.items()},
-          **{name: (kind, kind) for name, (kind, _) in BASELINES.items()}}
+          **{name: (kind, kind) for name, (kind, _) in BASELINES.items()},
+          "gru": (LSTMConfig, functools.partial(LSTMConfig, cell="gru"))}
 Config = OnlineConfig | CTWConfig | ESNConfig | LSTMConfig
 
 

@@ -140,6 +140,7 @@ REGISTRY: list[Entry] = [
     # with a clipped gradient, and bytes
     Entry("lstm-cap16", lambda: LSTMConfig(alphabet_cap=16, cells=8, layers=2, horizon=7, clip=1.0), LSTMLearner),
     Entry("lstm-bytes", lambda: LSTMConfig(alphabet_cap=256, cells=12), LSTMLearner),
+    Entry("gru-cap16", lambda: LSTMConfig(alphabet_cap=16, cell="gru", cells=8, layers=2, horizon=7), LSTMLearner),
 ]
 
 # the entries whose learner is the online GLNN (OnlineLearner), for the checks of its internals

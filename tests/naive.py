@@ -1303,18 +1303,63 @@ def _sigmoid(z):
 
 def lstm_weights(config):
     """The LSTM learner's first weights from its recipe: W[l][q] (N x K) uniform in [-scale, scale) from
-    splitmix_uniform(seed, (l*4 + q)*N + j, 2^40 + k), the forget gates' (q = 0) biases (column 0) at forget_bias."""
-    N, L = config.cells, config.layers
+    splitmix_uniform(seed, (l*G + q)*N + j, 2^40 + k), G gate rows (4, the GRU's 3); the first gate's biases
+    (column 0) at forget_bias (the LSTM's forget gate), at -forget_bias (the GRU's update gate)."""
+    N, L, G = config.cells, config.layers, 3 if config.cell == "gru" else 4
     K = (2 if L > 1 else 1) * N + 1
-    W = np.zeros((L, 4, N, K))
+    W = np.zeros((L, G, N, K))
     for layer in range(L):
-        for q in range(4):
+        for q in range(G):
             for j in range(N):
-                row = (layer * 4 + q) * N + j
+                row = (layer * G + q) * N + j
                 W[layer, q, j] = [config.init_scale * (2.0 * splitmix_uniform(config.seed, row, (1 << 40) + k) - 1.0)
                                   for k in range(K)]
-        W[layer, 0, :, 0] = config.forget_bias
+        W[layer, 0, :, 0] = -config.forget_bias if G == 3 else config.forget_bias
     return W
+
+
+def gru_step(W, E, code, h, c):
+    """One GRU step of every layer (seed 001 eqs. 2.6-2.9, tanh candidate as seed 002 eq. 2.26, h = (1-u) h +
+    u g); ``c`` is carried unchanged.  Returns (h, c, saved) as :func:`lstm_step`."""
+    L, N = h.shape
+    h2, saved = np.zeros_like(h), []
+    for layer in range(L):
+        below = (h2[layer - 1],) if layer > 0 else ()
+        z = np.concatenate(([1.0], h[layer]) + below)
+        K = len(z)
+        u = _sigmoid(W[layer, 0, :, :K] @ z + E[layer][0, code])
+        r = _sigmoid(W[layer, 1, :, :K] @ z + E[layer][1, code])
+        zr = np.concatenate(([1.0], r * h[layer]) + below)
+        g = np.tanh(W[layer, 2, :, :K] @ zr + E[layer][2, code])
+        h2[layer] = (1 - u) * h[layer] + u * g
+        saved.append((z, zr, u, r, g))
+    return h2, c.copy(), saved
+
+
+def gru_window_gradient(W, steps):
+    """As :func:`lstm_window_gradient`, for :func:`gru_step`."""
+    L, _, N, _ = W.shape
+    gW, gE = np.zeros_like(W), {}
+    back_h = np.zeros((L, N))
+    for code, saved, dh in reversed(steps):
+        down = np.zeros(N)
+        for layer in reversed(range(L)):
+            z, zr, u, r, g = saved[layer]
+            K, hp = len(z), z[1:N + 1]
+            e_h = dh[layer] + back_h[layer] + (down if layer < L - 1 else 0.0)
+            d_u = e_h * (g - hp) * u * (1 - u)
+            d_g = e_h * u * (1 - g ** 2)
+            into_zr = W[layer, 2, :, :K].T @ d_g
+            d_r = into_zr[1:N + 1] * hp * r * (1 - r)
+            d = np.stack([d_u, d_r, d_g])
+            gW[layer, 0, :, :K] += np.outer(d_u, z)
+            gW[layer, 1, :, :K] += np.outer(d_r, z)
+            gW[layer, 2, :, :K] += np.outer(d_g, zr)
+            gE[(layer, code)] = gE.get((layer, code), 0.0) + d
+            into_z = W[layer, 0, :, :K].T @ d_u + W[layer, 1, :, :K].T @ d_r
+            back_h[layer] = e_h * (1 - u) + into_z[1:N + 1] + into_zr[1:N + 1] * r
+            down = into_z[N + 1:] + into_zr[N + 1:]
+    return gW, gE
 
 
 def lstm_step(W, E, code, h, c):
@@ -1333,7 +1378,7 @@ def lstm_step(W, E, code, h, c):
     return h2, c2, saved
 
 
-def lstm_window_gradient(W, steps, K):
+def lstm_window_gradient(W, steps):
     """d/dW and d/dE of a window's log-likelihood: ``steps`` is [(code, saved, dh)] in time order, dh (L x N) the
     softmax's error into that step's outputs; back through time and down through the layers, as matrices."""
     L, _, N, _ = W.shape
@@ -1363,7 +1408,9 @@ def lstm_bits(x, cap, config):
     to ``clip`` when longer), then read the symbol."""
     N, L, H, rate = config.cells, config.layers, config.horizon, config.learning_rate
     W = lstm_weights(config)
-    E = [np.zeros((4, cap + 1, N)) for _ in range(L)]
+    G = W.shape[1]
+    step_of, gradient_of = (gru_step, gru_window_gradient) if G == 3 else (lstm_step, lstm_window_gradient)
+    E = [np.zeros((G, cap + 1, N)) for _ in range(L)]
     v = np.zeros((L * N + 1, cap + 1))
     h, c = np.zeros((L, N)), np.zeros((L, N))
     codes, out, window = {}, [], []  # window: [code, saved, dh] per step
@@ -1382,7 +1429,7 @@ def lstm_bits(x, cap, config):
             window[-1][2] = (v[1:] @ err).reshape(L, N)
         v += rate * np.outer(a, err)
         if len(window) == H:
-            gW, gE = lstm_window_gradient(W, window, None)
+            gW, gE = gradient_of(W, window)
             norm = math.sqrt((gW ** 2).sum() + sum((g ** 2).sum() for g in gE.values()))
             step = rate * (config.clip / norm if 0 < config.clip < norm else 1.0)
             W += step * gW
@@ -1395,9 +1442,9 @@ def lstm_bits(x, cap, config):
             v[:, code] = 0.0
             v[0, code] = v[0, 0] - math.log(cap - n)
             for layer in range(L):
-                for q in range(4):
+                for q in range(G):
                     E[layer][q, code] = [config.init_scale * (2.0 * splitmix_uniform(
-                        config.seed, (layer * 4 + q) * N + j, symbol) - 1.0) for j in range(N)]
-        h, c, saved = lstm_step(W, E, code, h, c)
+                        config.seed, (layer * G + q) * N + j, symbol) - 1.0) for j in range(N)]
+        h, c, saved = step_of(W, E, code, h, c)
         window.append([code, saved, None])
     return np.array(out)

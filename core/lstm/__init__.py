@@ -1,4 +1,6 @@
-"""An LSTM (seed 001, Section 2.1.1) as an online learner with seqd's interface: the recurrent baseline.
+"""An LSTM (seed 001, Section 2.1.1) or a GRU (Section 2.1.2) as an online learner with seqd's interface: the
+recurrent baselines.  ``LSTMConfig(cell="gru")`` takes gated recurrent units (``gru.py`` has their equations)
+in place of memory cells; everything below but the cell's equations holds for both.
 
 Each of ``layers`` stacked layers has N memory cells.  At each step a layer
 reads the symbol (a code of the open alphabet, through a learned column of

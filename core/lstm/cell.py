@@ -1,5 +1,5 @@
 """The LSTM learner's kernels: draw the weights, predict, one step forward, the window's back-propagation and
-its update, and the per-symbol loop.
+its update, and the per-symbol loop (the GRU's step and back-propagation: ``gru.py``).
 
 Equations in the package docstring (``__init__.py``).
 """
@@ -12,24 +12,29 @@ from ..jit import kernel
 from ..kernels.elementary import log, log2, logistic, tanh
 from ..kernels.forward import softmax_into
 from ..online.alphabet import unit_uniform
-from .config import ACTIVE, CANDIDATE, FILLED, FORGET, GATES, INPUT, NORM, OUTPUT, SYMBOLS, TANH_CELL
+from .config import (ACTIVE, BELOW, CANDIDATE, DH, DPRE, ERR, FILLED, FORGET, INPUT, NORM, OUTPUT, SYMBOLS,
+                     TANH_CELL, UPDATE)
+from .gru import gru_forward, gru_window_gradient
 
 WEIGHT_DRAWS = 1 << 40  # the uniforms of the gates' weights are (seed, row, WEIGHT_DRAWS + k); a symbol's are
-# (seed, row, symbol), row = (layer * 4 + gate) * cells + cell
-ERR, DH, BELOW, DPRE = 0, 1, 2, 3  # rows of ``scratch``: DPRE..DPRE+3 are the four gates' errors
+# (seed, row, symbol), row = (layer * gates + gate) * cells + cell
 
 
 @kernel
 def draw_weights(seed, scale, forget_bias, w):
-    """w uniform in [-scale, scale), the forget gates' biases at ``forget_bias``."""
-    L, _, N, K = w.shape
+    """w uniform in [-scale, scale); the LSTM's forget gates' biases at ``forget_bias``, the GRU's update gates'
+    at -forget_bias (both keep the state at first)."""
+    L, G, N, K = w.shape
     for layer in range(L):
-        for q in range(GATES):
+        for q in range(G):
             for j in range(N):
-                row = (layer * GATES + q) * N + j
+                row = (layer * G + q) * N + j
                 for k in range(K):
                     w[layer, q, j, k] = scale * (2.0 * unit_uniform(seed, row, WEIGHT_DRAWS + k) - 1.0)
-            for j in range(N):
+        for j in range(N):
+            if G == 3:
+                w[layer, UPDATE, j, 0] = -forget_bias
+            else:
                 w[layer, FORGET, j, 0] = forget_bias
 
 
@@ -58,7 +63,7 @@ def forward(st, code):
             pre_i = 0.0
             pre_g = 0.0
             pre_o = 0.0
-            for q in range(GATES):
+            for q in range(4):
                 row = st.w[layer, q, j]
                 z = st.embed[layer, q, code, j] + row[0]
                 for k in range(N):
@@ -154,7 +159,7 @@ def window_gradient(st):
                     below_err[j] = 0.0
             own = st.hs[s, layer]
             below = st.hs[s + 1, layer - 1] if layer > 0 else own
-            for q in range(GATES):
+            for q in range(4):
                 for j in range(N):
                     d = st.scratch[DPRE + q, j]
                     row = st.w[layer, q, j]
@@ -183,11 +188,11 @@ def _first_in_window(codes, s):
 def apply_gradient(st, rate, clip):
     """w += rate * g and embed += rate * g over the window's gradient g, g rescaled to norm ``clip`` when longer
     (seed 001, Algorithm 2; clip = 0: never); the gradient is then cleared and its norm kept in reals[NORM]."""
-    L, _, N, K = st.w.shape
+    L, G, N, K = st.w.shape
     H = st.counts[FILLED]
     total = 0.0
     for layer in range(L):
-        for q in range(GATES):
+        for q in range(G):
             for j in range(N):
                 for k in range(K):
                     total += st.grad_w[layer, q, j, k] * st.grad_w[layer, q, j, k]
@@ -195,7 +200,7 @@ def apply_gradient(st, rate, clip):
         if _first_in_window(st.codes, s):
             code = st.codes[s]
             for layer in range(L):
-                for q in range(GATES):
+                for q in range(G):
                     for j in range(N):
                         total += st.grad_embed[layer, q, code, j] * st.grad_embed[layer, q, code, j]
     norm = math.sqrt(total)
@@ -204,7 +209,7 @@ def apply_gradient(st, rate, clip):
     if clip > 0.0 and norm > clip:
         step = rate * (clip / norm)
     for layer in range(L):
-        for q in range(GATES):
+        for q in range(G):
             for j in range(N):
                 for k in range(K):
                     st.w[layer, q, j, k] += step * st.grad_w[layer, q, j, k]
@@ -213,7 +218,7 @@ def apply_gradient(st, rate, clip):
         if _first_in_window(st.codes, s):
             code = st.codes[s]
             for layer in range(L):
-                for q in range(GATES):
+                for q in range(G):
                     for j in range(N):
                         st.embed[layer, q, code, j] += step * st.grad_embed[layer, q, code, j]
                         st.grad_embed[layer, q, code, j] = 0.0
@@ -245,13 +250,20 @@ def learn_buffer(st, cap, seed, rate, clip, scale, numerics, symbols, bits):
         else:
             bits[t] = -log2(st.pi[code])
         output_step(st, code, first, width, rate)
+        gru = st.w.shape[1] == 3
         if st.counts[FILLED] == horizon:
-            window_gradient(st)
+            if gru:
+                gru_window_gradient(st)
+            else:
+                window_gradient(st)
             apply_gradient(st, rate, clip)
             _close_window(st)
         if code == 0:
             code = _join(st, cap, seed, scale, symbol)
-        forward(st, code)
+        if gru:
+            gru_forward(st, code)
+        else:
+            forward(st, code)
         st.counts[SYMBOLS] += 1
 
 
@@ -267,10 +279,10 @@ def _join(st, cap, seed, scale, symbol):
     for i in range(st.v.shape[0]):
         st.v[i, code] = 0.0
     st.v[0, code] = st.v[0, 0] - log(float(cap - n))
-    L, _, N, _ = st.w.shape
+    L, G, N, _ = st.w.shape
     for layer in range(L):
-        for q in range(GATES):
+        for q in range(G):
             for j in range(N):
-                row = (layer * GATES + q) * N + j
+                row = (layer * G + q) * N + j
                 st.embed[layer, q, code, j] = scale * (2.0 * unit_uniform(seed, row, symbol) - 1.0)
     return code
