@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import json
 import math
 import resource
@@ -13,11 +12,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from seqd.core.ctw import CTWConfig, CTWLearner
-from seqd.core.esn import ESNConfig, ESNLearner
-from seqd.core.lstm import LSTMConfig, LSTMLearner
-from seqd.core.online import OnlineConfig, OnlineLearner
-from seqd.core.online.config import MODELS as PRESETS, SELECTED_STEPS
+from seqd.core import learners
+from seqd.core.online import OnlineConfig
+from seqd.core.online.config import SELECTED_STEPS
 
 from seqd import __version__
 
@@ -32,10 +29,10 @@ def configure(p: argparse.ArgumentParser) -> None:
         "Stream each file, byte by byte, through a fresh online learner (predict, then learn) and report "
         "its prequential code length: bits per byte, total bits, throughput and memory. The model is a preset, "
         "the same for every input: 'bytes' (the default, OnlineConfig.bytes_default(): a small GLNN plus context "
-        "units and their mixer) or 'glnn' (seed 000's GLNN alone, OnlineConfig()), as a stream's in the daemon, "
+        "units and their mixer) or 'glnn' (seed 000's GLNN alone, OnlineConfig()), "
         "or the baselines 'ctw' (context-tree weighting, seed 000's sanity check), 'esn' (a leaky echo-state "
         "network, seed 001), 'lstm' and 'gru' (an LSTM, gated recurrent units: trained by truncated "
-        "back-propagation, seed 001); each setting below changes the preset's."
+        "back-propagation, seed 001), as a stream's in the daemon; each setting below changes the preset's."
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--preset", choices=tuple(MODELS), default="bytes",
@@ -70,8 +67,10 @@ def configure(p: argparse.ArgumentParser) -> None:
         else:
             p.add_argument(flag, type=kind, default=argparse.SUPPRESS, choices=choices.get(field.name), help=helptext)
     glnn_settings = {f.name for f in dataclasses.fields(OnlineConfig)}
-    for name, (kind, _) in BASELINES.items():
-        baseline = kind()
+    for name, model in learners.MODELS.items():
+        if model.config is OnlineConfig:
+            continue
+        baseline = model.config()
         for field in dataclasses.fields(baseline):
             if field.name in glnn_settings:  # the GLNN's flag serves (--units, --seed, ...)
                 continue
@@ -93,16 +92,11 @@ def _int_tuple(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
-# the baselines: each one's configuration class and learner
-BASELINES = {"ctw": (CTWConfig, CTWLearner), "esn": (ESNConfig, ESNLearner), "lstm": (LSTMConfig, LSTMLearner)}
-# every preset: its model's configuration class, and how the preset builds it from settings
-MODELS = {**{name: (OnlineConfig, make) for name, make in PRESETS.items()},
-          **{name: (kind, kind) for name, (kind, _) in BASELINES.items()},
-          "gru": (LSTMConfig, functools.partial(LSTMConfig, cell="gru"))}
-Config = OnlineConfig | CTWConfig | ESNConfig | LSTMConfig
+# every preset (core/learners.py): its model's configuration class, and how the preset builds it from settings
+MODELS = {name: (learners.MODELS[model].config, make) for name, (model, make) in learners.PRESETS.items()}
 
 
-def _config(args) -> Config:
+def _config(args):
     """The preset with the settings given on the command line; a setting its model does not have is an error."""
     kind, make = MODELS[args.preset]
     names = {f.name for model, _ in MODELS.values() for f in dataclasses.fields(model)}
@@ -115,15 +109,12 @@ def _config(args) -> Config:
     return make(**{"alphabet_cap": 256, **values})
 
 
-def _learner(config: Config):
+def _learner(config):
     """A fresh learner of ``config``'s model."""
-    for kind, learner in BASELINES.values():
-        if isinstance(config, kind):
-            return learner(config)
-    return OnlineLearner(config)
+    return learners.learner_for(config)
 
 
-def evaluate_file(path: Path, config: Config, progress=None, curve: bool = False) -> dict:
+def evaluate_file(path: Path, config, progress=None, curve: bool = False) -> dict:
     """One file through a fresh learner; with ``curve``, the result's "curve" is its learning curve."""
     data = path.read_bytes()
     if not data:

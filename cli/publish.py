@@ -24,6 +24,7 @@ from collections.abc import Iterator
 
 from seqd.clients.client import DEFAULT_MAX_BATCH, Client
 from seqd.clients.errors import ConflictError, NoSuchStreamError
+from seqd.clients.protocol import PRESETS
 
 from ._client import add_connection_flags, connect, one_line_errors, positive
 from ._display import StatusLine, human_size
@@ -50,7 +51,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help=f"symbols per request (default {DEFAULT_MAX_BATCH})")
     p.add_argument("--create", action=argparse.BooleanOptionalAction, default=True,
                    help="create the stream if it does not exist (default: yes)")
-    p.add_argument("--preset", choices=("bytes", "glnn"), default="bytes", help="model of a created stream")
+    p.add_argument("--preset", choices=PRESETS, default="bytes", help="model of a created stream (default bytes)")
     add_connection_flags(p)
     p.set_defaults(run=one_line_errors(_publish))
 

@@ -33,6 +33,9 @@ PROTOCOL_VERSION = 1
 
 # --- operations -----------------------------------------------------------------------------
 OPS = ("ping", "create", "drop", "publish", "predict", "stats", "snapshot")
+# the models a create may name (the daemon's, seqd.core.learners.PRESETS): the byte model (the default), seed
+# 000's GLNN alone, and the baselines: context-tree weighting, an echo-state network, an LSTM, a GRU
+PRESETS = ("bytes", "glnn", "ctw", "esn", "lstm", "gru")
 
 # --- error codes (docs/protocol.md, "Errors") -----------------------------------------------
 BAD_REQUEST = "bad_request"  # malformed message, wrong field types, missing fields
@@ -88,7 +91,8 @@ class Request:
     op          fields
     ==========  ==================================================================
     ping        —
-    create      stream, preset ("bytes" or "glnn"), config (overrides), exist_ok
+    create      stream, preset (one of PRESETS; "bytes"), config (overrides of
+                the preset's settings), exist_ok
     drop        stream
     publish     stream, symbols (bytes: one symbol per byte; or a list of ints),
                 position (optional: the stream's expected length before the

@@ -106,6 +106,10 @@ class OpenAlphabetLearner:
         kind = self.snapshot_kind
         return pack(kind.magic, kind.version, self.config, self.state)
 
+    def snapshot_parts(self) -> list[memoryview]:
+        """The bytes of :meth:`to_bytes` as buffers to write in turn (the daemon's snapshots take a list)."""
+        return [memoryview(self.to_bytes())]
+
     @classmethod
     def from_bytes(cls, data: bytes):
         kind = cls.snapshot_kind

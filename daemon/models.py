@@ -1,20 +1,21 @@
 """The models a stream is created with: the presets, what earlier seqd versions meant by them, and the bounds
 on what one request may ask for.
 
-A ``create`` names a preset (``bytes``, the default, or ``glnn``) and
-``OnlineConfig`` overrides; :func:`make_config` builds the configuration or
-says why not.  A stream keeps the configuration it was created with
-(``stream.json``), so the presets change with seqd's versions while old
-streams keep their models: :data:`EARLIER` lets a create with ``exist_ok``
-recognise a stream an older seqd made with the same words.
+A ``create`` names a preset (``core/learners.py``: ``bytes``, the default,
+``glnn``, or a baseline, ``ctw``, ``esn``, ``lstm``, ``gru``) and overrides of
+its configuration's settings; :func:`make_config` builds the configuration or
+says why not.  A stream keeps the configuration it was created with, and its
+model's name (``stream.json``), so the presets change with seqd's versions
+while old streams keep their models: :data:`EARLIER` lets a create with
+``exist_ok`` recognise a stream an older seqd made with the same words.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from ..core.learners import MODELS, PRESETS, settings_of
 from ..core.online import OnlineConfig
-from ..core.online.config import MODELS as PRESETS
 
 
 # Earlier versions of a preset, for streams an older seqd created with it: such a stream keeps its model, and
@@ -49,7 +50,7 @@ EARLIER = {"bytes": _earlier(OnlineConfig.bytes_default, _BYTES_0_12, _BYTES_0_8
            "glnn": _earlier(OnlineConfig, _GLNN_0_12, _GLNN_0_11, _GLNN_0_10)}
 
 
-def is_earlier_preset(config: OnlineConfig, preset: str | None, overrides: dict | None) -> bool:
+def is_earlier_preset(config, preset: str | None, overrides: dict | None) -> bool:
     """Whether ``config`` is ``preset`` with ``overrides`` as an earlier seqd built it (:data:`EARLIER`)."""
     for build in EARLIER.get(preset or "bytes", ()):
         try:
@@ -60,40 +61,45 @@ def is_earlier_preset(config: OnlineConfig, preset: str | None, overrides: dict 
     return False
 
 
-# What one request may ask of the daemon's memory and time: a model within these bounds is built in well
-# under a second, and its arrays are counted against max_state_bytes before it is kept.
-SERVED_BOUNDS = {"units": 512, "degree": 64, "window": 256, "context_bits": 22, "history_bits": 24,
-                 "match_bits": 24}
+# What one request may ask of the daemon's memory and time, by model: a model within these bounds is built in
+# well under a second and learns a symbol in milliseconds at most, and its arrays are counted against
+# max_state_bytes before it is kept.
+SERVED_BOUNDS = {
+    "glnn": {"units": 512, "degree": 64, "window": 256, "context_bits": 22, "history_bits": 24, "match_bits": 24},
+    "ctw": {"depth": 64, "node_bits": 22},
+    "esn": {"units": 2048, "connections": 64},
+    "lstm": {"cells": 512, "layers": 4, "horizon": 256},
+}
 MAX_CONTEXT_ORDERS = 16
 
 
-def make_config(preset: str | None, overrides: dict | None) -> OnlineConfig:
+def make_config(preset: str | None, overrides: dict | None):
     """The model configuration of a new stream; ValueError with the reason when refused.
 
-    Besides ``OnlineConfig``'s own checks, the daemon bounds the model's size
+    Besides the configuration's own checks, the daemon bounds the model's size
     (:data:`SERVED_BOUNDS`): a request must not be able to stall the daemon or
     exhaust its memory.
     """
     preset = preset or "bytes"
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
-    known = {f.name for f in dataclasses.fields(OnlineConfig)}
+    model, make = PRESETS[preset]
+    known = {f.name for f in dataclasses.fields(MODELS[model].config)}
     unknown = set(overrides or {}) - known
     if unknown:
-        raise ValueError(f"unknown model setting(s) {', '.join(sorted(unknown))}")
+        raise ValueError(f"unknown model setting(s) {', '.join(sorted(unknown))} for the {preset} preset")
     try:
-        config = PRESETS[preset](**(overrides or {}))
+        config = make(**(overrides or {}))
     except TypeError as exc:
         raise ValueError(str(exc)) from None
-    for name, bound in SERVED_BOUNDS.items():
+    for name, bound in SERVED_BOUNDS[model].items():
         if getattr(config, name) > bound:
             raise ValueError(f"{name} = {getattr(config, name)} is above what this daemon serves ({bound})")
-    if len(config.context_orders) > MAX_CONTEXT_ORDERS:
+    if model == "glnn" and len(config.context_orders) > MAX_CONTEXT_ORDERS:
         raise ValueError(f"at most {MAX_CONTEXT_ORDERS} context orders, got {len(config.context_orders)}")
     return config
 
 
-def config_dict(config: OnlineConfig) -> dict:
-    out = dataclasses.asdict(config)
-    out["context_orders"] = list(out["context_orders"])
-    return out
+def config_dict(config) -> dict:
+    """Every setting of a stream's configuration, as a reply and ``stream.json`` hold them."""
+    return settings_of(config)

@@ -19,7 +19,6 @@ import numpy as np
 from ..clients.protocol import Reply, Request
 
 if TYPE_CHECKING:
-    from ..core.online import OnlineConfig
     from .streams import Stream
 
 
@@ -90,7 +89,7 @@ class CreateJob:
     learner, of ``state_bytes`` (taken from the memory budget before the job is handed on)."""
 
     name: str
-    config: "OnlineConfig"
+    config: object  # the stream's model's configuration (core/learners.py)
     state_bytes: int
 
 

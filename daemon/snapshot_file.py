@@ -4,8 +4,8 @@ Layout, version 4 (magic ``SEQDSNP\\x04``), all integers little-endian::
 
     magic (8 bytes) | stream position (u64) | length of the statistics (u32) | their crc32 (u32)
     statistics: length of a JSON header (u32) | {"code_bits": ..., "recent": n} | n recent code lengths (f64)
-    the learner (``OnlineLearner.snapshot_parts`` / ``from_bytes``: a checksum of its own), as its non-zero
-    words, deflated (:mod:`.sparse`)
+    the learner (its ``snapshot_parts`` / ``from_bytes``: a checksum of its own), as its non-zero
+    words, deflated (:mod:`.sparse`); which learner, the stream's ``stream.json`` says (its model)
 
 The statistics' crc32 starts from the stream position (its low 32 bits), so
 a header moved onto another position fails it.  A byte stream's 58 MB
@@ -56,12 +56,14 @@ def head(position: int, code_bits: float, recent: np.ndarray) -> bytes:
     return _SNAP_HEAD.pack(SNAPSHOT_MAGIC, position, len(extra), zlib.crc32(extra, position)) + extra
 
 
-def read(snap: Path, recent_length: int, max_learner_bytes: int | None = None
-         ) -> tuple[int, float, np.ndarray, OnlineLearner]:
+def read(snap: Path, recent_length: int, max_learner_bytes: int | None = None, learner_type: type = OnlineLearner
+         ) -> tuple[int, float, np.ndarray, object]:
     """A snapshot of any version: its position, cumulative code length, the ``recent_length`` recent code
-    lengths, and the learner.  ValueError naming the file when it is cut short, damaged, of another version,
-    or when its learner would inflate past ``max_learner_bytes``.  Version 3 is read and inflated a piece at
-    a time, straight into the learner's arrays (versions 3 and 4): the file is never in memory whole."""
+    lengths, and the learner, of ``learner_type`` (the stream's model, ``core/learners.py``).  ValueError
+    naming the file when it is cut short, damaged, of another version, or when its learner would inflate
+    past ``max_learner_bytes``.  A GLNN's is read and inflated a piece at a time, straight into the
+    learner's arrays (versions 3 and 4): the file is never in memory whole; another model's learner is
+    inflated whole (at most ``max_learner_bytes``), then read by its ``from_bytes``."""
     with open(snap, "rb") as f:
         head = f.read(_SNAP_HEAD.size)
         if len(head) < _SNAP_HEAD.size:
@@ -77,10 +79,17 @@ def read(snap: Path, recent_length: int, max_learner_bytes: int | None = None
             raise ValueError(f"{snap}: not a seqd stream snapshot, or damaged")
         code_bits, recent = _read_statistics(magic, stats, snap, recent_length)
         if magic in (SNAPSHOT_MAGIC_V1, SNAPSHOT_MAGIC_V2):
-            return position, code_bits, recent, OnlineLearner.from_bytes(f.read())
+            return position, code_bits, recent, learner_type.from_bytes(f.read())
         try:
             learner = (SparseReader(f, max_learner_bytes) if magic == SNAPSHOT_MAGIC
                        else Inflater(f, max_learner_bytes))
+            if learner_type is not OnlineLearner:  # seqd 0.14 on: version 4 only
+                if magic != SNAPSHOT_MAGIC:
+                    raise ValueError(f"a {learner_type.__name__}'s snapshot of version {magic[7]}")
+                whole = learner.read(learner.size)  # bounded by max_learner_bytes
+                if not learner.finished:
+                    raise ValueError("its learner is cut short, or followed by other bytes")
+                return position, code_bits, recent, learner_type.from_bytes(whole)
             config, state = from_stream(learner.read_into, learner.read, max_learner_bytes)
             if not learner.finished:
                 raise ValueError("its learner is cut short, or followed by other bytes")

@@ -35,8 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.online import OnlineConfig, OnlineLearner
-from ..core.online.state import state_nbytes
+from ..core.learners import config_from, learner_for, model_of, state_nbytes
 from . import lifecycle, snapshot_file, sparse, wal
 from .budget import STREAM_BYTES, MemoryBudget, return_freed_memory
 from .models import config_dict
@@ -48,24 +47,24 @@ RECENT = 4096  # symbols over which the "recent" bits/symbol is taken
 RECENT_BYTES = RECENT * 8  # their code lengths, in memory beside the learner (the snapshot holds them while it sleeps)
 CHUNK = 1 << 16  # a worker learns at most this many symbols before it yields to other streams
 
-def resident_bytes(config: OnlineConfig) -> int:
+def resident_bytes(config) -> int:
     """What a stream of ``config`` holds in memory while its learner is there, beyond :data:`STREAM_BYTES`:
     the learner's arrays and the recent code lengths, which leave memory when it hibernates."""
     return state_nbytes(config) + RECENT_BYTES
 
 
-def learner_bound(config: OnlineConfig) -> int:
+def learner_bound(config) -> int:
     """The most a snapshot's learner may inflate to: the learner of ``config`` (stream.json's), and a little for
     its description; a damaged or hostile file cannot make the reading take more."""
     return state_nbytes(config) + (1 << 20)
 
 
 class Stream:
-    def __init__(self, name: str, directory: Path, learner: OnlineLearner, position: int, *,
+    def __init__(self, name: str, directory: Path, learner, position: int, *,
                  created: float, fsync: bool):
         self.name = name
         self.directory = directory
-        self.learner: OnlineLearner | None = learner  # None while hibernated (:meth:`request_hibernation`)
+        self.learner = learner  # any model's learner (core/learners.py); None while hibernated
         self.config = learner.config
         self.learner_bytes = resident_bytes(self.config)  # what leaves memory when it hibernates
         self.budget = MemoryBudget()  # where its bytes are counted: the daemon's, once it serves the stream
@@ -362,7 +361,8 @@ class Stream:
         marks the stream faulted, and its files are left for a restart to try again."""
         t0 = time.perf_counter()
         snap = self.directory / "snapshot"
-        position, _, recent, learner = snapshot_file.read(snap, RECENT, max_learner_bytes=learner_bound(self.config))
+        position, _, recent, learner = snapshot_file.read(snap, RECENT, max_learner_bytes=learner_bound(self.config),
+                                                          learner_type=model_of(self.config).learner)
         if position != self.view.position or learner.config != self.config:
             raise ValueError(f"{snap}: holds position {position}, not the hibernated {self.view.position}")
         self.learner, self._recent = learner, recent
@@ -390,10 +390,12 @@ class Stream:
             "code_bits": self.code_bits,
             "alphabet_size": s["alphabet_size"],
             "alphabet_cap": self.config.alphabet_cap,
-            "writing_rate": s["writing_rate"],
-            "transition_rate": s["transition_rate"],
-            "windows": s["windows"],
-            "rejected_windows": s["rejected_windows"],
+            "model": model_of(self.config).name,
+            # the GLNN's (a model without them: None)
+            "writing_rate": s.get("writing_rate"),
+            "transition_rate": s.get("transition_rate"),
+            "windows": s.get("windows"),
+            "rejected_windows": s.get("rejected_windows"),
         }
 
     def _write_snapshot(self) -> int:
@@ -426,16 +428,16 @@ class Stream:
 
     # -- creation and recovery ----------------------------------------------------------------
     @classmethod
-    def create(cls, name: str, streams_dir: Path, config: OnlineConfig, *, fsync: bool) -> "Stream":
+    def create(cls, name: str, streams_dir: Path, config, *, fsync: bool) -> "Stream":
         """A new stream, built in a temporary directory and renamed into place: a failure or a crash
         halfway leaves no directory that would claim the name."""
         tmp = streams_dir / f".new-{name}-{uuid.uuid4().hex}"
         tmp.mkdir(mode=wal.PRIVATE_DIR)
         try:
             created = time.time()
-            meta = {"name": name, "created": created, "config": config_dict(config)}
+            meta = {"name": name, "created": created, "model": model_of(config).name, "config": config_dict(config)}
             snapshot_file.write_atomically(tmp / "stream.json", json.dumps(meta, indent=1).encode())
-            learner = OnlineLearner(config)
+            learner = learner_for(config)
             directory = streams_dir / name
             os.rename(tmp, directory)
         except BaseException:
@@ -459,15 +461,16 @@ class Stream:
         for leftover in [*directory.glob("snapshot.*.tmp"), directory / "snapshot.tmp"]:  # cut short by a crash
             leftover.unlink(missing_ok=True)  # or a drop (``snapshot.tmp``: the name earlier versions used)
         meta = json.loads((directory / "stream.json").read_text())
-        config = OnlineConfig.from_settings(meta["config"])
+        config = config_from(meta.get("model", "glnn"), meta["config"])  # no model: a GLNN (before seqd 0.14)
         position, code_bits, recent, learner = 0, 0.0, None, None
         snap = directory / "snapshot"
         if snap.exists():
             position, code_bits, recent, learner = snapshot_file.read(snap, RECENT,
-                                                                      max_learner_bytes=learner_bound(config))
+                                                                      max_learner_bytes=learner_bound(config),
+                                                                      learner_type=model_of(config).learner)
             if learner.config != config:
                 raise ValueError(f"{snap}: its model configuration differs from stream.json")
-        learner = learner or OnlineLearner(config)
+        learner = learner or learner_for(config)
         itemsize = wal.itemsize_for(config.alphabet_cap)
         bits = [np.zeros(0)]
         learned = position

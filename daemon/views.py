@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.online import OnlineLearner
+from ..core.open_alphabet import OpenAlphabetLearner
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class View:
     stats: dict
 
     @classmethod
-    def of(cls, learner: OnlineLearner, position: int, stats: dict) -> "View":
+    def of(cls, learner, position: int, stats: dict) -> "View":
         dist = learner.predict_proba_one()
         escape = dist.pop(None)
         symbols = np.fromiter(dist.keys(), dtype=np.int64, count=len(dist))
@@ -35,5 +35,5 @@ class View:
         return [list(pair) for pair in zip(self.symbols[:k].tolist(), self.probs[:k].tolist())]
 
     def distribution(self) -> list[float]:
-        """Every symbol's probability; the unseen share the escape mass (as ``OnlineLearner.predict_proba``)."""
-        return OnlineLearner.spread(self.alphabet_cap, self.symbols, self.probs, self.escape).tolist()
+        """Every symbol's probability; the unseen share the escape mass (as a learner's ``predict_proba``)."""
+        return OpenAlphabetLearner.spread(self.alphabet_cap, self.symbols, self.probs, self.escape).tolist()

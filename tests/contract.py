@@ -126,6 +126,10 @@ REGISTRY: list[Entry] = [
     # the daemon's presets (seqd.daemon.streams.PRESETS), as "preset-<name>"; "bytes" is also seqd compress's model
     Entry("preset-bytes", OnlineConfig.bytes_default),
     Entry("preset-glnn", OnlineConfig),
+    Entry("preset-ctw", CTWConfig, CTWLearner, random=False),
+    Entry("preset-esn", ESNConfig, ESNLearner),
+    Entry("preset-lstm", LSTMConfig, LSTMLearner),
+    Entry("preset-gru", lambda: LSTMConfig(cell="gru"), LSTMLearner),
     # seqd compress's levels whose models differ most from the default (seqd.core.container.LEVEL_MODELS)
     Entry("level-fast", lambda: level_config(1), random=False),
     Entry("level-max", lambda: level_config(9)),

@@ -263,4 +263,5 @@ def test_every_daemon_preset_is_registered():
     registered = {e.name.removeprefix("preset-"): e for e in REGISTRY if e.name.startswith("preset-")}
     assert set(registered) == set(PRESETS), f"registered {sorted(registered)}, the daemon has {sorted(PRESETS)}"
     for name, entry in registered.items():
-        assert entry.config() == PRESETS[name](), name
+        model, make = PRESETS[name]
+        assert entry.config() == make(), name

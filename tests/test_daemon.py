@@ -152,7 +152,7 @@ def test_rejections_are_clear_and_change_nothing(call, server):
         (dict(op="create", stream="web"), P.STREAM_EXISTS),
         (dict(op="create", stream="x", config={"units": -1}), P.BAD_CONFIG),
         (dict(op="create", stream="x", config={"no_such_setting": 1}), P.BAD_CONFIG),
-        (dict(op="create", stream="x", preset="lstm"), P.BAD_CONFIG),
+        (dict(op="create", stream="x", preset="transformer"), P.BAD_CONFIG),
         (dict(op="predict", stream="web", min_position=99), P.TIMEOUT),
         (dict(op="predict", stream="web", min_position=99, wait_ms=50), P.TIMEOUT),
         (dict(op="stats", stream="nope"), P.NO_SUCH_STREAM),

@@ -1,0 +1,94 @@
+"""Every model seqd learns with, by name: its configuration, its learner, and the presets built from them.
+
+``seqd eval`` (a preset per run) and the daemon (a preset per stream, its
+model's name kept in ``stream.json``) both choose here.  A model is a
+configuration class (a frozen dataclass with ``alphabet_cap``) and the
+learner class that takes it; every learner has the same interface
+(``docs/architecture.md``: ``learn``, the prediction methods,
+``to_bytes`` / ``from_bytes``, ``snapshot_parts``, ``stats``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .ctw import CTWConfig, CTWLearner
+from .ctw.config import state_shapes as ctw_shapes
+from .esn import ESNConfig, ESNLearner
+from .esn.config import state_shapes as esn_shapes
+from .lstm import LSTMConfig, LSTMLearner
+from .lstm.config import state_shapes as lstm_shapes
+from .online import OnlineConfig, OnlineLearner
+from .online.config import MODELS as ONLINE_PRESETS
+from .online.state import state_shapes as online_shapes
+
+
+@dataclass(frozen=True)
+class Model:
+    """One model: its name, its configuration and learner classes, and its state's shapes by configuration."""
+
+    name: str
+    config: type
+    learner: type
+    shapes: Callable  # config -> {array name: (shape, dtype)}
+
+
+# by name; "glnn" is seed 000's GLNN with the context units and their mixer (OnlineConfig), which every seqd
+# before 0.14 served alone, so a stream.json without a model name holds one
+MODELS = {model.name: model for model in (
+    Model("glnn", OnlineConfig, OnlineLearner, online_shapes),
+    Model("ctw", CTWConfig, CTWLearner, ctw_shapes),
+    Model("esn", ESNConfig, ESNLearner, esn_shapes),
+    Model("lstm", LSTMConfig, LSTMLearner, lstm_shapes),
+)}
+
+# preset name -> (model name, how the preset builds its configuration from settings)
+PRESETS: dict[str, tuple[str, Callable]] = {
+    **{name: ("glnn", make) for name, make in ONLINE_PRESETS.items()},  # "bytes" and "glnn"
+    "ctw": ("ctw", CTWConfig),  # context-tree weighting (seed 000's sanity check)
+    "esn": ("esn", ESNConfig),  # a leaky echo-state network (seed 001)
+    "lstm": ("lstm", LSTMConfig),  # an LSTM trained by truncated back-propagation (seed 001)
+    "gru": ("lstm", functools.partial(LSTMConfig, cell="gru")),  # gated recurrent units, the same way
+}
+
+
+def model_of(config) -> Model:
+    """The model whose configuration ``config`` is."""
+    for model in MODELS.values():
+        if type(config) is model.config:
+            return model
+    raise TypeError(f"{type(config).__name__} is not the configuration of any seqd model")
+
+
+def settings_of(config) -> dict:
+    """``config``'s settings as JSON can hold them (tuples as lists)."""
+    return {name: list(value) if isinstance(value, tuple) else value
+            for name, value in dataclasses.asdict(config).items()}
+
+
+def config_from(model: str, settings: dict):
+    """The configuration stored as ``model``'s ``settings``: ValueError when the model or a setting is unknown.
+    The GLNN's takes the settings an earlier seqd did not write as that seqd had them."""
+    if model not in MODELS:
+        raise ValueError(f"unknown model {model!r}; known: {', '.join(MODELS)}")
+    kind = MODELS[model].config
+    try:
+        return kind.from_settings(settings) if kind is OnlineConfig else kind(**settings)
+    except TypeError as exc:
+        raise ValueError(f"{model} settings are invalid: {exc}") from None
+
+
+def learner_for(config):
+    """A fresh learner of ``config``."""
+    return model_of(config).learner(config)
+
+
+def state_nbytes(config) -> int:
+    """The bytes of a learner's arrays for ``config``, without allocating them."""
+    return sum(math.prod(shape) * np.dtype(dtype).itemsize for shape, dtype in model_of(config).shapes(config).values())

@@ -1,0 +1,131 @@
+"""A stream of each model the daemon serves besides the GLNN (``core/learners.py``: ctw, esn, lstm, gru):
+created by its preset, restored bit for bit after a stop (its snapshot) and after a kill (its log), woken bit for
+bit from hibernation, and refused clearly when a request asks for too much."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+
+import numpy as np
+import pytest
+
+from seqd.core.learners import learner_for
+from seqd.daemon.models import make_config
+from seqd.daemon.streams import Stream
+
+from daemon_harness import Caller, ProcessServer
+from test_daemon import text
+from test_hibernation import drain, feed, sleep
+from test_completions import Loop, answers
+from seqd.daemon.budget import STREAM_BYTES
+from seqd.daemon.reports import Created
+
+# each model small, as its stream would be created: (preset, settings)
+MODELS = {
+    "ctw": ("ctw", {"depth": 6, "node_bits": 12}),
+    "esn": ("esn", {"units": 24, "connections": 4}),
+    "lstm": ("lstm", {"cells": 10, "layers": 2, "horizon": 7, "clip": 5.0}),
+    "gru": ("gru", {"cells": 10, "horizon": 5}),
+}
+
+
+def reference(preset: str, settings: dict, batches) -> tuple[object, float]:
+    learner = learner_for(make_config(preset, settings))
+    return learner, sum(float(learner.learn(b).sum()) for b in batches)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_every_model_is_restored_exactly(tmp_path, sig):
+    """SIGTERM: each stream's snapshot; SIGKILL: its write-ahead log alone.  Either way the same bits as a learner
+    that read the same batches, and the stream goes on."""
+    state = tmp_path / "state"
+    batches = [text(700, 1), text(500, 2)]
+    srv = ProcessServer(state)
+    call = Caller(srv.api)
+    try:
+        for name, (preset, settings) in MODELS.items():
+            reply = call.ok("create", stream=name, preset=preset, config=settings)
+            assert reply["config"] == json.loads(json.dumps(reply["config"]))  # every setting, as JSON holds it
+            for batch in batches:
+                call.ok("publish", stream=name, symbols=batch)
+        for name in MODELS:
+            call.ok("predict", stream=name, top=0, min_position=1200, wait_ms=60000)
+        if sig == signal.SIGTERM:
+            call.ok("snapshot", stream="lstm")
+    finally:
+        call.close()
+    assert srv.terminate(sig) == (0 if sig == signal.SIGTERM else -signal.SIGKILL), srv.stderr
+    for name, (preset, _) in MODELS.items():
+        meta = json.loads((state / "streams" / name / "stream.json").read_text())
+        assert meta["model"] == ("lstm" if preset == "gru" else preset)
+        assert (state / "streams" / name / "snapshot").exists() == (sig == signal.SIGTERM)
+    srv = ProcessServer(state)
+    call = Caller(srv.api)
+    try:
+        for name, (preset, settings) in MODELS.items():
+            learner, bits = reference(preset, settings, batches)
+            got = call.ok("predict", stream=name, top=0, min_position=1200, wait_ms=60000)["distribution"]
+            assert np.array_equal(np.array(got), learner.predict_proba()), name
+            stats = call.ok("stats", stream=name)
+            assert stats["position"] == 1200 and stats["model"] == ("lstm" if preset == "gru" else preset)
+            assert stats["code_bits"] == pytest.approx(bits, rel=1e-9)
+            call.ok("publish", stream=name, symbols=b"more", position=1200)  # and it goes on
+    finally:
+        call.close()
+        assert srv.terminate(signal.SIGTERM) == 0
+
+
+def limit(loop: Loop, max_state_bytes: int) -> None:
+    config = dataclasses.replace(loop.config, max_state_bytes=max_state_bytes)
+    loop.config = loop.completions.config = loop.requests.config = config
+    loop.requests.budget.limit = max_state_bytes
+
+
+@pytest.fixture
+def loop(tmp_path):
+    lp = Loop(tmp_path, fsync=False, hibernate_after_seconds=0)
+    yield lp
+    lp.close()
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_a_hibernated_learner_of_every_model_wakes_and_continues_bit_for_bit(loop, name):
+    preset, settings = MODELS[name]
+    (job,) = loop("create", stream=name, preset=preset, config=settings).jobs
+    stream = Stream.create(name, loop.state.streams, job.config, fsync=False)
+    out = loop.completions.report(Created(name, stream))
+    assert answers(out) == [("ok", "create")]
+    drain(loop, out)
+    feed(loop, name, text(600, 3))
+    stream.last_active = 0.0
+    limit(loop, STREAM_BYTES + stream.learner_bytes // 2)  # no room for its learner: it hibernates
+    assert sleep(loop, 100.0) == [name] and not stream.resident
+    limit(loop, STREAM_BYTES + 2 * stream.learner_bytes)
+    feed(loop, name, text(400, 4))
+    assert stream.resident
+    learner, bits = reference(preset, settings, [text(600, 3), text(400, 4)])
+    assert np.array_equal(stream.learner.predict_proba(), learner.predict_proba())
+    assert stream.code_bits == pytest.approx(bits, rel=1e-12)
+
+
+@pytest.mark.parametrize("preset, settings, message", [
+    ("lstm", {"cells": 600}, "cells = 600 is above what this daemon serves"),
+    ("esn", {"units": 4096}, "units = 4096 is above what this daemon serves"),
+    ("ctw", {"node_bits": 23, "alphabet_cap": 4}, "node_bits = 23 is above"),
+    ("gru", {"units": 8}, "unknown model setting.s. units for the gru preset"),
+    ("lstm", {"cells": 0}, "cells must be in"),
+    ("rnn", {}, "unknown preset 'rnn'"),
+])
+def test_a_model_asked_beyond_what_is_served_is_refused_clearly(preset, settings, message):
+    with pytest.raises(ValueError, match=message):
+        make_config(preset, settings)
+
+
+def test_the_clients_know_the_daemons_presets():
+    """The client side names the presets without importing the models (``clients/protocol.py``)."""
+    from seqd.clients.protocol import PRESETS
+    from seqd.core.learners import PRESETS as SERVED
+
+    assert PRESETS == tuple(SERVED)
