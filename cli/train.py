@@ -6,23 +6,26 @@ import argparse
 import json
 import sys
 
-from seqd.core.model import ACTIVATIONS, MODELS
+from seqd.core.model import ACTIVATIONS
 from seqd.core.tasks import TASKS
-from seqd.core.training.experiment import Experiment, run
+from seqd.core.training.experiment import TRAINED_MODELS, Experiment, run
 from seqd.core.training.methods import METHODS
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Draw a training and an independent validation sequence from a task's exact law, train with "
-        "the batch algorithm of Ollivier (2015) Section 2, and report the validation regret in bits "
-        "(true model minus trained model, Table 1)."
+        "the batch algorithm of Ollivier (2015) Section 2 (or, for --model hmm, a hidden Markov model by EM, "
+        "the paper's sanity check), and report the validation regret in bits (true model minus trained model, "
+        "Table 1)."
     )
     p.add_argument("--task", choices=TASKS, default="alphabet")
-    p.add_argument("--model", choices=MODELS, default="glnn")
-    p.add_argument("--method", choices=tuple(METHODS), default="rbpm")
-    p.add_argument("--units", type=int, default=16, help="number of units N (default 16)")
-    p.add_argument("--degree", type=int, default=3, help="incoming units per unit, self-loop included (default 3)")
+    p.add_argument("--model", choices=TRAINED_MODELS, default="glnn")
+    p.add_argument("--method", choices=tuple(METHODS), default="rbpm", help="a network's training method (an HMM "
+                   "learns by EM)")
+    p.add_argument("--units", type=int, default=16, help="number of units N, or an HMM's states (default 16)")
+    p.add_argument("--degree", type=int, help="incoming units per unit, self-loop included (default 3); an HMM's "
+                   "edges per state, its loop included (default: the alphabet's size, as seed 000)")
     p.add_argument("--activation", choices=ACTIVATIONS, default="tanh")
     budget = p.add_argument_group("budget (at least one)")
     budget.add_argument("--seconds", type=float, help="CPU seconds of training")
@@ -44,7 +47,8 @@ def _experiment(args) -> Experiment:
     if args.patience is not None and args.patience < 1:
         raise ValueError("--patience must be at least 1 checkpoint (leave it out to use the whole budget)")
     return Experiment(
-        task=args.task, model=args.model, method=args.method, units=args.units, degree=args.degree,
+        task=args.task, model=args.model, method=args.method, units=args.units,
+        degree=args.degree if args.degree is not None else (0 if args.model == "hmm" else 3),
         activation=args.activation, seed=args.seed, size=args.size, length=args.length,
         steps=args.steps, seconds=args.seconds, evaluations=args.evaluations, patience=args.patience,
     )
@@ -63,15 +67,20 @@ def print_point(point: dict) -> None:
 def report(outcome) -> None:
     """The run's outcome in three lines: the experiment, its regrets, its learning rates and budget."""
     e = outcome.experiment
+    what = f"HMM by EM, {e.units} states, degree {e.degree or 'A'}" if e.model == "hmm" else \
+        f"{e.model.upper()} {e.method} N={e.units} d={e.degree} {e.activation}"
     print(
-        f"{e.task}: {e.model.upper()} {e.method} N={e.units} d={e.degree} {e.activation}, "
+        f"{e.task}: {what}, "
         f"{outcome.train_symbols} training / {outcome.validation_symbols} validation symbols"
     )
     print(f"  validation regret: {outcome.validation_regret:.1f} bits at the end; "
           f"{outcome.stopped_validation_regret:.1f} at the checkpoint an independent stopping sequence picks "
           f"({outcome.stopped_at_seconds:.0f} s); best checkpoint {outcome.best_validation_regret:.1f}")
-    print(f"  learning rates: eta_w {outcome.rate_w:.3g}, eta_tau {outcome.rate_tau:.3g}; {outcome.steps} steps "
-          f"in {outcome.train_seconds:.1f} CPU s")
+    if outcome.rate_w is None:  # EM
+        print(f"  {outcome.steps} EM steps in {outcome.train_seconds:.1f} CPU s")
+    else:
+        print(f"  learning rates: eta_w {outcome.rate_w:.3g}, eta_tau {outcome.rate_tau:.3g}; {outcome.steps} steps "
+              f"in {outcome.train_seconds:.1f} CPU s")
 
 
 def _train(args) -> int:

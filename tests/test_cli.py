@@ -103,14 +103,15 @@ def test_eval_json_stays_json_when_a_code_length_is_infinite(tmp_path, capsys, m
     """A model that gives a symbol probability 0 has an infinite code length: --json prints null (JSON has no
     infinity) and the count of such symbols, and stderr says what happened."""
     import seqd.cli.eval as eval_module
+    from seqd.core.online import OnlineLearner
 
-    class Certain(eval_module.OnlineLearner):  # the learner's bits, with the first symbol given probability 0
+    class Certain(OnlineLearner):  # the learner's bits, with the first symbol given probability 0
         def learn(self, x):
             bits = super().learn(x)
             bits[0] = np.inf
             return bits
 
-    monkeypatch.setattr(eval_module, "OnlineLearner", Certain)
+    monkeypatch.setattr(eval_module, "_learner", Certain)
     path = tmp_path / "app.log"
     path.write_bytes(b"GET /index.html 200\n" * 20)
     assert main(["eval", str(path), "--units", "3", "--context-bits", "10", "--json"]) == 0

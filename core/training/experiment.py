@@ -14,8 +14,12 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .. import tasks
+from ..hmm import HMMTrainer, draw
+from ..hmm.trainer import log2_probs
 from ..model import ModelSpec, initialize, symbol_frequencies
-from .batch import BatchTrainer, TrainConfig, evaluate
+from .batch import BatchTrainer, Evaluation, TrainConfig, evaluate
+
+TRAINED_MODELS = ("glnn", "gnn", "rnn", "hmm")  # the networks (model.MODELS) and seed 000's HMM, trained by EM
 
 
 @dataclass(frozen=True)
@@ -23,10 +27,10 @@ class Experiment:
     """Everything that defines a run; hyper-parameters under their constructor names."""
 
     task: str = "alphabet"
-    model: str = "glnn"
-    method: str = "rbpm"
-    units: int = 16
-    degree: int = 3
+    model: str = "glnn"  # one of TRAINED_MODELS
+    method: str = "rbpm"  # the networks' training method (an HMM's is EM)
+    units: int = 16  # units of a network, states of an HMM
+    degree: int = 3  # incoming units per unit; an HMM's edges per state (0: the alphabet's size, seed 000's)
     activation: str = "tanh"
     seed: int = 0
     size: int | None = None  # lines / bars / blocks; None: the paper's size
@@ -46,8 +50,8 @@ class Outcome:
     validation_symbols: int
     steps: int
     train_seconds: float
-    rate_w: float
-    rate_tau: float
+    rate_w: float | None  # the networks' last learning rates (None for an HMM)
+    rate_tau: float | None
     train_log2_likelihood: float
     validation_true_log2_likelihood: float
     validation_regret: float  # at the end of the run
@@ -75,6 +79,39 @@ def _draw(exp: Experiment, stream: int, size: int | None) -> tasks.TaskSequence:
     return tasks.generate(exp.task, np.random.default_rng([exp.seed, stream]), size, **options)
 
 
+def _trainer(exp: Experiment, train: tasks.TaskSequence, config: TrainConfig | None, A: int):
+    """The trainer of ``exp``'s model on ``train``, and how it scores a sequence (an ``Evaluation``)."""
+    rng = np.random.default_rng([exp.seed, 2])
+    if exp.model == "hmm":
+        if exp.degree < 0:
+            raise ValueError(f"an HMM's degree must be >= 0 (0: the alphabet's size), got {exp.degree}")
+        degree = min(exp.degree or A, exp.units)  # a state has at most one edge to each state
+        frequencies = np.bincount(train.symbols, minlength=A)[:A] / len(train.symbols)
+        trainer = HMMTrainer(draw(exp.units, degree, frequencies, rng), train.symbols)
+
+        def score(tr, seq):
+            lp = log2_probs(tr.params, seq.symbols)
+            predicted = seq.predict_mask != 0.0
+            return Evaluation(float(np.sum(seq.predict_mask[predicted] * lp[predicted])), seq.true_log2_likelihood,
+                              float(np.mean(lp[predicted] <= -1.0)) if predicted.any() else None, lp)
+
+        return trainer, score
+    if exp.model not in TRAINED_MODELS:
+        raise ValueError(f"unknown model {exp.model!r}; valid models: {', '.join(TRAINED_MODELS)}")
+    spec = ModelSpec(exp.model, exp.units, exp.degree, exp.activation, A)
+    nu, nu_tilde = symbol_frequencies(train.symbols, train.predict_mask, A)
+    params = initialize(spec, nu, nu_tilde, rng)
+    config = config or TrainConfig()
+    if config.method != exp.method:
+        config = TrainConfig(**{**asdict(config), "method": exp.method})
+    trainer = BatchTrainer(spec, params, train.symbols, train.predict_mask, config)
+
+    def score(tr, seq):
+        return evaluate(spec, tr.params, seq.symbols, seq.predict_mask, seq.true_log2_likelihood)
+
+    return trainer, score
+
+
 def run(exp: Experiment, config: TrainConfig | None = None, progress=None) -> Outcome:
     """Train per ``exp`` and score the validation sequence; ``progress(dict)`` sees each checkpoint."""
     if exp.steps is None and exp.seconds is None:
@@ -85,19 +122,12 @@ def run(exp: Experiment, config: TrainConfig | None = None, progress=None) -> Ou
     valid = _draw(exp, 1, valid_size)
     stopping = _draw(exp, 3, valid_size)  # picks the early-stopping checkpoint without looking at `valid`
     A = len(train.alphabet)
-    spec = ModelSpec(exp.model, exp.units, exp.degree, exp.activation, A)
-    nu, nu_tilde = symbol_frequencies(train.symbols, train.predict_mask, A)
-    params = initialize(spec, nu, nu_tilde, np.random.default_rng([exp.seed, 2]))
-    config = config or TrainConfig()
-    if config.method != exp.method:
-        config = TrainConfig(**{**asdict(config), "method": exp.method})
-    trainer = BatchTrainer(spec, params, train.symbols, train.predict_mask, config)
+    trainer, score = _trainer(exp, train, config, A)
 
     curve: list[dict] = []
 
     def checkpoint():
-        ev = evaluate(spec, trainer.params, valid.symbols, valid.predict_mask, valid.true_log2_likelihood)
-        stop = evaluate(spec, trainer.params, stopping.symbols, stopping.predict_mask, stopping.true_log2_likelihood)
+        ev, stop = score(trainer, valid), score(trainer, stopping)
         point = {
             "seconds": trainer.train_seconds,
             "step": trainer.steps,
