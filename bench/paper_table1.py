@@ -11,6 +11,8 @@ Runs go two at a time (one core each); results are written to
     python bench/paper_table1.py --budget-scale 0.05   # a quick look
     python bench/paper_table1.py --xor                 # distant XOR, T = 20, 8 seeds
     python bench/paper_table1.py --ctw                 # the sanity checks: CTW (a sweep) and bzip2 (a minute)
+    python bench/paper_table1.py --hmm --budget-scale 0.1   # the HMM by EM over the paper's sizes
+    python bench/paper_table1.py --whole --budget-scale 0.05  # every network row of Table 1, three sizes each
 """
 
 from __future__ import annotations
@@ -139,6 +141,110 @@ def ctw(args) -> str:
     return "\n".join(lines)
 
 
+# every network row of Table 1 that seqd trains: (model, method) -> the paper's figures
+PAPER_ROWS = {
+    ("rnn", "dhfb"): {"alphabet": 7616.8, "music": 2898.9, "anbn": 122.4},
+    ("rnn", "rms"): {"alphabet": 6721.5, "music": 2295.0, "anbn": 129.9},
+    ("gnn", "dhfb"): {"alphabet": 4059.0, "music": 2688.7, "anbn": 132.0},
+    ("glnn", "dhfb"): {"alphabet": 5883.9, "music": 3616.4, "anbn": 74.4},
+    ("rnn", "qdruop"): {"alphabet": 3372.8, "music": 1349.5, "anbn": 89.5},
+    ("rnn", "qdrbpm"): {"alphabet": 3623.9, "music": 1224.3, "anbn": 106.0},
+    ("gnn", "ruop"): {"alphabet": 1759.0, "music": 1148.3, "anbn": 71.6},
+    ("gnn", "rbpm"): {"alphabet": 2166.0, "music": 1596.0, "anbn": 115.4},
+    ("glnn", "ruop"): {"alphabet": 1011.9, "music": 1055.9, "anbn": 29.7},
+    ("glnn", "rbpm"): {"alphabet": 644.2, "music": 1055.9, "anbn": 30.0},
+}
+WHOLE_SIZES = {"alphabet": (16, 45, 128), "music": (16, 45, 128), "anbn": (4, 8, 16)}  # from the paper's sweep
+
+
+def whole(args) -> str:
+    """Every network row of Table 1 at three sizes per task (degree 3), under the networks' protocol; each
+    cell is the best early-stopped regret over the sizes, beside the paper's."""
+    jobs, labels = [], []
+    for (model, method) in PAPER_ROWS:
+        for task in args.tasks:
+            seconds = PAPER_BUDGET[task] * args.budget_scale
+            for units in WHOLE_SIZES[task]:
+                jobs.append(["train", "--task", task, "--model", model, "--method", method, "--units", str(units),
+                             "--degree", "3", "--seconds", str(seconds), "--evaluations", str(args.evaluations)]
+                            + (["--patience", str(args.patience)] if args.patience else []))
+                labels.append((model, method, task, units))
+    t0 = time.time()
+
+    def done(k, res):
+        model, method, task, units = labels[k]
+        print(f"[{time.time() - t0:7.0f} s] {task:8s} {model}/{method} N={units}: early-stopped "
+              f"{res['stopped_validation_regret']:.1f} ({res['steps']} steps, {res['train_seconds']:.0f} s)", flush=True)
+
+    results = run_all(jobs, args.jobs, done)
+    if args.save:
+        Path(args.save).write_text(json.dumps(results))
+    best: dict = {}
+    for (model, method, task, units), res in zip(labels, results):
+        key = (model, method, task)
+        if key not in best or res["stopped_validation_regret"] < best[key][1]:
+            best[key] = (units, res["stopped_validation_regret"])
+    head = " | ".join(f"{task}: here (N) | paper" for task in args.tasks)
+    lines = [f"| model, method | {head} |", "|---|" + "---:|---:|" * len(args.tasks)]
+    for (model, method), paper in PAPER_ROWS.items():
+        cells = " | ".join(f"{best[model, method, task][1]:,.1f} ({best[model, method, task][0]}) | {paper[task]:,.1f}"
+                           for task in args.tasks)
+        lines.append(f"| {model.upper()} {method} | {cells} |")
+    budgets = ", ".join(f"{task} {PAPER_BUDGET[task] * args.budget_scale:.0f} s" for task in args.tasks)
+    sizes = "; ".join(f"{task} {', '.join(map(str, WHOLE_SIZES[task]))}" for task in args.tasks)
+    lines += ["", f"Validation regret (bits) at the checkpoint an independent stopping sequence picks, the best of "
+                  f"the sizes N ({sizes}; degree 3) per cell, seed 0; CPU budget per run {budgets} "
+                  f"({args.budget_scale:g} of the paper's), patience {args.patience} of {args.evaluations} "
+                  "log-spaced checkpoints. Paper: seed 000's Table 1 (best over sizes 4 to 512 and two "
+                  "degrees, the full budget)."]
+    return "\n".join(lines)
+
+
+PAPER_HMM = {"alphabet": 10212.0, "music": 4818.1, "anbn": 125.7}  # seed 000, Table 1, "Hidden Markov model"
+HMM_SIZES = {"alphabet": (4, 8, 16, 32, 64, 128, 256), "music": (4, 8, 16, 32, 64, 128, 256),
+             "anbn": (4, 8, 16, 32, 64)}  # the paper's sweep (4 to 512 / 256 / 64 units), by factors of 2
+
+
+def hmm(args) -> str:
+    """Seed 000's third sanity check: an HMM by EM at each size of the sweep, under the protocol of the
+    networks' rows (budget, checkpoints, early stopping on a third sequence); best over the sweep."""
+    jobs, labels = [], []
+    for task in args.tasks:
+        seconds = PAPER_BUDGET[task] * args.budget_scale
+        for states in HMM_SIZES[task]:
+            jobs.append(["train", "--task", task, "--model", "hmm", "--units", str(states), "--seconds", str(seconds),
+                         "--evaluations", str(args.evaluations)]
+                        + (["--patience", str(args.patience)] if args.patience else []))
+            labels.append((task, states, seconds))
+    t0 = time.time()
+
+    def done(k, res):
+        task, states, _ = labels[k]
+        print(f"[{time.time() - t0:7.0f} s] {task:8s} HMM {states} states: end {res['validation_regret']:.1f}, "
+              f"early-stopped {res['stopped_validation_regret']:.1f}, best {res['best_validation_regret']:.1f} "
+              f"({res['steps']} EM steps, {res['train_seconds']:.0f} s)", flush=True)
+
+    results = run_all(jobs, args.jobs, done)
+    if args.save:
+        Path(args.save).write_text(json.dumps(results))
+    lines = ["| task | CPU budget per size | early-stopped regret by number of states (bits) | best over the sweep, "
+             "early-stopped (bits) | its best checkpoint (bits) | paper (bits) |", "|---|---:|---|---:|---:|---:|"]
+    for task in args.tasks:
+        rows = [(states, res) for (t, states, _), res in zip(labels, results) if t == task]
+        if not rows:
+            continue
+        by_size = " / ".join(f"{states}: {res['stopped_validation_regret']:,.0f}" for states, res in rows)
+        best_states, best = min(rows, key=lambda r: r[1]["stopped_validation_regret"])
+        lines.append(f"| {task} | {PAPER_BUDGET[task] * args.budget_scale:.0f} s | {by_size} | "
+                     f"**{best['stopped_validation_regret']:,.1f}** ({best_states} states) | "
+                     f"{best['best_validation_regret']:,.1f} | {PAPER_HMM[task]:,.1f} |")
+    lines += ["", "`seqd train --model hmm` (`seqd.core.hmm`: EM on a random graph of degree the alphabet's size, "
+                  "seed 000's footnote 16) on the task's training sequence (random generators [0, 0]; validation "
+                  "[0, 1], stopping sequence [0, 3]); validation regret with §4's regularisation, at the checkpoint "
+                  "the stopping sequence picks. Paper: seed 000's Table 1."]
+    return "\n".join(lines)
+
+
 def xor(args) -> str:
     jobs = [["train", "--task", "xor", "--length", str(args.xor_length), "--size", str(args.xor_lines),
              "--model", "glnn", "--method", args.xor_method, "--units", "10", "--degree", "10",
@@ -181,6 +287,8 @@ def main() -> int:
     p.add_argument("--xor", action="store_true", help="run distant XOR over 8 seeds instead")
     p.add_argument("--ctw", action="store_true",
                    help="run the sanity checks instead: CTW (a sweep of depths and pseudo-counts) and bzip2")
+    p.add_argument("--hmm", action="store_true", help="run the HMM by EM over the paper's sizes instead")
+    p.add_argument("--whole", action="store_true", help="run every network row of Table 1, three sizes per task")
     p.add_argument("--xor-length", type=int, default=20)
     p.add_argument("--xor-seeds", type=int, default=8)
     p.add_argument("--xor-lines", type=int, default=10000)
@@ -190,8 +298,10 @@ def main() -> int:
     p.add_argument("--section", help="name of the docs/benchmarks.md section to write (default from the mode)")
     p.add_argument("--no-write", action="store_true", help="print the table without touching docs/benchmarks.md")
     args = p.parse_args()
-    body = ctw(args) if args.ctw else xor(args) if args.xor else table1(args)
-    section = args.section or ("paper_ctw" if args.ctw else "paper_xor" if args.xor else
+    body = (ctw(args) if args.ctw else xor(args) if args.xor else hmm(args) if args.hmm else whole(args) if args.whole
+            else table1(args))
+    section = args.section or ("paper_ctw" if args.ctw else "paper_xor" if args.xor else "paper_hmm" if args.hmm else
+                               "paper_whole" if args.whole else
                                ("paper_table1" if args.budget_scale == 1.0 else "paper_table1_quick"))
     text = f"Command: `{command_line('paper_table1.py')}`  \nMachine: {machine()}\n\n{body}\n"
     report(section, text, not args.no_write)

@@ -26,6 +26,7 @@ from common import command_line, machine, report  # noqa: E402
 from seqd.core import tasks  # noqa: E402
 from seqd.core.ctw import CTWConfig, CTWLearner  # noqa: E402
 from seqd.core.esn import ESNConfig, ESNLearner  # noqa: E402
+from seqd.core.lstm import LSTMConfig, LSTMLearner  # noqa: E402
 from seqd.core.online import OnlineConfig, OnlineLearner  # noqa: E402
 
 BASELINE = {"copying": tasks.COPY_DIGITS * math.log2(8), "adding": tasks.adding_baseline_bits()}
@@ -34,6 +35,10 @@ LEARNERS = {  # name: a learner over an alphabet of A symbols
     "GLNN, `OnlineConfig()`": lambda A: OnlineLearner(replace(OnlineConfig(), alphabet_cap=A)),
     "CTW, D = 24, α = 1/32": lambda A: CTWLearner(CTWConfig(alphabet_cap=A, depth=24, alpha=1 / 32, node_bits=20)),
     "echo-state network, 200 units, ρ = 0.95": lambda A: ESNLearner(ESNConfig(alphabet_cap=A, units=200)),
+    # the window is the reach of the gradient: lstm-compress's 10, and 250, past the problems' spans (T + 20)
+    "LSTM, 90 cells, window 10": lambda A: LSTMLearner(LSTMConfig(alphabet_cap=A)),
+    "LSTM, 90 cells, window 250": lambda A: LSTMLearner(LSTMConfig(alphabet_cap=A, horizon=250)),
+    "GRU, 90 cells, window 250": lambda A: LSTMLearner(LSTMConfig(alphabet_cap=A, cell="gru", horizon=250)),
 }
 
 

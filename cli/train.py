@@ -67,7 +67,8 @@ def print_point(point: dict) -> None:
 def report(outcome) -> None:
     """The run's outcome in three lines: the experiment, its regrets, its learning rates and budget."""
     e = outcome.experiment
-    what = f"HMM by EM, {e.units} states, degree {e.degree or 'A'}" if e.model == "hmm" else \
+    what = f"HMM by EM, {e.units} states, degree {min(e.degree or outcome.alphabet_size, e.units)}" \
+        if e.model == "hmm" else \
         f"{e.model.upper()} {e.method} N={e.units} d={e.degree} {e.activation}"
     print(
         f"{e.task}: {what}, "

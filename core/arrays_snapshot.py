@@ -22,19 +22,30 @@ _HEADER = struct.Struct("<8sII")  # magic, version, description length
 
 def pack(magic: bytes, version: int, config, state) -> bytes:
     """The snapshot of ``state`` (a named tuple of arrays) for ``config`` (a dataclass)."""
+    return b"".join(pack_parts(magic, version, config, state))
+
+
+def pack_parts(magic: bytes, version: int, config, state) -> list[memoryview]:
+    """:func:`pack`'s bytes as buffers to write in turn: on a little-endian host the arrays are not copied (the
+    buffers are views of the state, valid while nothing learns), and the checksum runs without the GIL."""
     arrays = state._asdict()
     meta = {"config": asdict(config), "arrays": [[k, v.dtype.str, list(v.shape)] for k, v in arrays.items()]}
     text = json.dumps(meta, sort_keys=True).encode()
-    body = _HEADER.pack(magic, version, len(text)) + text + b"".join(
-        np.ascontiguousarray(v.astype(v.dtype.newbyteorder("<"), copy=False)).tobytes() for v in arrays.values())
-    return body + struct.pack("<I", zlib.crc32(body))
+    parts = [memoryview(_HEADER.pack(magic, version, len(text)) + text)]
+    for v in arrays.values():
+        little = np.ascontiguousarray(v.astype(v.dtype.newbyteorder("<"), copy=False))
+        parts.append(memoryview(little.reshape(-1).view(np.uint8)))
+    crc = 0
+    for part in parts:
+        crc = zlib.crc32(part, crc)
+    return parts + [memoryview(struct.pack("<I", crc))]
 
 
 def unpack(data: bytes, magic: bytes, version: int, what: str, config_type, state_type, shapes):
     """(config, state) of a snapshot :func:`pack` wrote; ``shapes(config)`` gives each array's (shape, dtype).
 
     ``what`` names the learner in the errors ("CTW snapshot is truncated")."""
-    data = bytes(data)
+    data = memoryview(data).cast("B")  # not copied: each array is copied out of it once
     if len(data) < _HEADER.size + 4:
         raise ValueError(f"{what} snapshot is truncated")
     found, got_version, hlen = _HEADER.unpack_from(data)
@@ -45,7 +56,7 @@ def unpack(data: bytes, magic: bytes, version: int, what: str, config_type, stat
     if zlib.crc32(data[:-4]) != struct.unpack_from("<I", data, len(data) - 4)[0]:
         raise ValueError(f"{what} snapshot is damaged (checksum mismatch)")
     try:
-        meta = json.loads(data[_HEADER.size:_HEADER.size + hlen])
+        meta = json.loads(bytes(data[_HEADER.size:_HEADER.size + hlen]))
         config = config_type(**meta["config"])
         listed = [(name, np.dtype(dtype), tuple(int(k) for k in shape)) for name, dtype, shape in meta["arrays"]]
     except (ValueError, TypeError, KeyError) as exc:

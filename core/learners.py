@@ -31,12 +31,26 @@ from .online.state import state_shapes as online_shapes
 
 @dataclass(frozen=True)
 class Model:
-    """One model: its name, its configuration and learner classes, and its state's shapes by configuration."""
+    """One model: its name, its configuration and learner classes, its state's shapes by configuration, and
+    the multiply-adds it spends on a symbol (None: a few thousand at most, whatever the configuration)."""
 
     name: str
     config: type
     learner: type
     shapes: Callable  # config -> {array name: (shape, dtype)}
+    work: Callable | None = None  # config -> multiply-adds per symbol, the order of
+
+
+def _esn_work(c: ESNConfig) -> int:
+    """The reservoir's sparse product, and the readout's softmax and writing step over every code."""
+    return c.units * c.connections + 3 * (c.units + 1) * (c.alphabet_cap + 1)
+
+
+def _lstm_work(c: LSTMConfig) -> int:
+    """Each layer's gates forward and twice backward, and the softmax's forward, error and step."""
+    gates = 3 if c.cell == "gru" else 4
+    return 3 * c.layers * gates * c.cells * ((2 if c.layers > 1 else 1) * c.cells + 1) \
+        + 3 * (c.layers * c.cells + 1) * (c.alphabet_cap + 1)
 
 
 # by name; "glnn" is seed 000's GLNN with the context units and their mixer (OnlineConfig), which every seqd
@@ -44,8 +58,8 @@ class Model:
 MODELS = {model.name: model for model in (
     Model("glnn", OnlineConfig, OnlineLearner, online_shapes),
     Model("ctw", CTWConfig, CTWLearner, ctw_shapes),
-    Model("esn", ESNConfig, ESNLearner, esn_shapes),
-    Model("lstm", LSTMConfig, LSTMLearner, lstm_shapes),
+    Model("esn", ESNConfig, ESNLearner, esn_shapes, _esn_work),
+    Model("lstm", LSTMConfig, LSTMLearner, lstm_shapes, _lstm_work),
 )}
 
 # preset name -> (model name, how the preset builds its configuration from settings)
@@ -87,6 +101,13 @@ def config_from(model: str, settings: dict):
 def learner_for(config):
     """A fresh learner of ``config``."""
     return model_of(config).learner(config)
+
+
+def work_per_symbol(config) -> int | None:
+    """The order of the multiply-adds a learner of ``config`` spends on a symbol; None where that is small
+    whatever the configuration (the GLNN's bounded network, CTW's path through its tree)."""
+    work = model_of(config).work
+    return None if work is None else work(config)
 
 
 def state_nbytes(config) -> int:

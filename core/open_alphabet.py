@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from .arrays_snapshot import pack, unpack
+from .arrays_snapshot import pack, pack_parts, unpack
 
 
 @dataclass(frozen=True)
@@ -107,8 +107,10 @@ class OpenAlphabetLearner:
         return pack(kind.magic, kind.version, self.config, self.state)
 
     def snapshot_parts(self) -> list[memoryview]:
-        """The bytes of :meth:`to_bytes` as buffers to write in turn (the daemon's snapshots take a list)."""
-        return [memoryview(self.to_bytes())]
+        """The bytes of :meth:`to_bytes` as buffers to write in turn, without copying the state (the daemon's
+        snapshots); valid until the learner learns or predicts again."""
+        kind = self.snapshot_kind
+        return pack_parts(kind.magic, kind.version, self.config, self.state)
 
     @classmethod
     def from_bytes(cls, data: bytes):

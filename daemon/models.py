@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..core.learners import MODELS, PRESETS, settings_of
+from ..core.learners import MODELS, PRESETS, settings_of, work_per_symbol
 from ..core.online import OnlineConfig
 
 
@@ -71,6 +71,9 @@ SERVED_BOUNDS = {
     "lstm": {"cells": 512, "layers": 4, "horizon": 256},
 }
 MAX_CONTEXT_ORDERS = 16
+# and what one symbol may cost, for the models whose cost grows with their settings together (an LSTM's
+# cells, layers and alphabet): 2^25 multiply-adds, some 10-20 ms (a worker's batch is sized by it: streams.chunk_for)
+MAX_WORK_PER_SYMBOL = 1 << 25
 
 
 def make_config(preset: str | None, overrides: dict | None):
@@ -95,6 +98,10 @@ def make_config(preset: str | None, overrides: dict | None):
     for name, bound in SERVED_BOUNDS[model].items():
         if getattr(config, name) > bound:
             raise ValueError(f"{name} = {getattr(config, name)} is above what this daemon serves ({bound})")
+    work = work_per_symbol(config)
+    if work is not None and work > MAX_WORK_PER_SYMBOL:
+        raise ValueError(f"this model spends some {work:,} multiply-adds on a symbol, more than this daemon serves "
+                         f"({MAX_WORK_PER_SYMBOL:,}): fewer cells, layers or units, or a smaller alphabet_cap")
     if model == "glnn" and len(config.context_orders) > MAX_CONTEXT_ORDERS:
         raise ValueError(f"at most {MAX_CONTEXT_ORDERS} context orders, got {len(config.context_orders)}")
     return config

@@ -85,9 +85,9 @@ def read(snap: Path, recent_length: int, max_learner_bytes: int | None = None, l
                        else Inflater(f, max_learner_bytes))
             if learner_type is not OnlineLearner:  # seqd 0.14 on: version 4 only
                 if magic != SNAPSHOT_MAGIC:
-                    raise ValueError(f"a {learner_type.__name__}'s snapshot of version {magic[7]}")
-                whole = learner.read(learner.size)  # bounded by max_learner_bytes
-                if not learner.finished:
+                    raise ValueError(f"version {magic[7]} cannot hold a {learner_type.__name__}")
+                whole = bytearray(learner.size)  # bounded by max_learner_bytes; its arrays are copied out once
+                if learner.read_into(memoryview(whole)) < len(whole) or not learner.finished:
                     raise ValueError("its learner is cut short, or followed by other bytes")
                 return position, code_bits, recent, learner_type.from_bytes(whole)
             config, state = from_stream(learner.read_into, learner.read, max_learner_bytes)

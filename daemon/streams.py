@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.learners import config_from, learner_for, model_of, state_nbytes
+from ..core.learners import config_from, learner_for, model_of, state_nbytes, work_per_symbol
 from . import lifecycle, snapshot_file, sparse, wal
 from .budget import STREAM_BYTES, MemoryBudget, return_freed_memory
 from .models import config_dict
@@ -46,6 +46,16 @@ from .views import View
 RECENT = 4096  # symbols over which the "recent" bits/symbol is taken
 RECENT_BYTES = RECENT * 8  # their code lengths, in memory beside the learner (the snapshot holds them while it sleeps)
 CHUNK = 1 << 16  # a worker learns at most this many symbols before it yields to other streams
+# ... and of a model that is costly per symbol, this many multiply-adds' worth: some 0.7 s of one LSTM stream
+# on the machine of docs/benchmarks.md (3.2e9 multiply-adds per second, in either LSTM size measured there)
+CHUNK_WORK = 1 << 31
+
+
+def chunk_for(config) -> int:
+    """The symbols a worker learns of a stream of ``config`` before it yields: :data:`CHUNK`, fewer for a model
+    whose symbols cost much (an LSTM), so that one stream holds a worker about a second at most."""
+    work = work_per_symbol(config)
+    return CHUNK if work is None else max(16, min(CHUNK, CHUNK_WORK // max(work, 1)))
 
 def resident_bytes(config) -> int:
     """What a stream of ``config`` holds in memory while its learner is there, beyond :data:`STREAM_BYTES`:
@@ -66,6 +76,7 @@ class Stream:
         self.directory = directory
         self.learner = learner  # any model's learner (core/learners.py); None while hibernated
         self.config = learner.config
+        self.chunk = chunk_for(self.config)  # symbols learned before the worker yields
         self.learner_bytes = resident_bytes(self.config)  # what leaves memory when it hibernates
         self.budget = MemoryBudget()  # where its bytes are counted: the daemon's, once it serves the stream
         self.budget.take(STREAM_BYTES + self.learner_bytes)  # STREAM_BYTES until it is gone (:meth:`forget`)
@@ -269,10 +280,10 @@ class Stream:
                 if not self.budget.try_take(self.learner_bytes):
                     return NeedsRoom(self), False
                 self.holds_room = True
-            if kind == "batch" and len(args[1]) > CHUNK:  # learn a long batch in pieces, between other streams
+            if kind == "batch" and len(args[1]) > self.chunk:  # a long batch in pieces, between other streams
                 start, symbols = args
-                self.queue[0] = ("batch", start + CHUNK, symbols[CHUNK:])
-                args = [start, symbols[:CHUNK]]
+                self.queue[0] = ("batch", start + self.chunk, symbols[self.chunk:])
+                args = [start, symbols[:self.chunk]]
             else:
                 self.queue.popleft()
         if kind == "batch":
@@ -363,8 +374,10 @@ class Stream:
         snap = self.directory / "snapshot"
         position, _, recent, learner = snapshot_file.read(snap, RECENT, max_learner_bytes=learner_bound(self.config),
                                                           learner_type=model_of(self.config).learner)
-        if position != self.view.position or learner.config != self.config:
+        if position != self.view.position:
             raise ValueError(f"{snap}: holds position {position}, not the hibernated {self.view.position}")
+        if learner.config != self.config:
+            raise ValueError(f"{snap}: its model configuration differs from the stream's")
         self.learner, self._recent = learner, recent
         return time.perf_counter() - t0
 

@@ -129,3 +129,31 @@ def test_the_clients_know_the_daemons_presets():
     from seqd.core.learners import PRESETS as SERVED
 
     assert PRESETS == tuple(SERVED)
+
+
+def test_a_costly_model_learns_in_small_pieces_and_a_too_costly_one_is_refused():
+    """A worker yields after about a second of one stream's work: fewer symbols at a time for an LSTM than the
+    GLNN's 65,536; a model whose single symbol would cost more than the daemon serves is refused."""
+    from seqd.daemon.models import MAX_WORK_PER_SYMBOL
+    from seqd.daemon.streams import CHUNK, chunk_for
+
+    assert chunk_for(make_config("bytes", None)) == chunk_for(make_config("ctw", None)) == CHUNK
+    small, large = chunk_for(make_config("lstm", None)), chunk_for(make_config("lstm", {"layers": 3}))
+    assert 16 <= large < small < CHUNK
+    with pytest.raises(ValueError, match="multiply-adds on a symbol, more than this daemon serves"):
+        make_config("lstm", {"cells": 512, "layers": 4, "alphabet_cap": 65536})
+    assert MAX_WORK_PER_SYMBOL >= 1 << 20
+
+
+def test_a_long_batch_of_a_costly_model_is_learned_in_pieces_with_the_same_bits(loop):
+    """The pieces change nothing: the bits are a learner's that read the batch whole."""
+    name, (preset, settings) = "lstm", MODELS["lstm"]
+    (job,) = loop("create", stream=name, preset=preset, config=settings).jobs
+    stream = Stream.create(name, loop.state.streams, job.config, fsync=False)
+    drain(loop, loop.completions.report(Created(name, stream)))
+    stream.chunk = 97  # pieces of 97 symbols
+    reports = feed(loop, name, text(1000, 6))
+    assert sum(1 for r in reports if type(r).__name__ == "Learned") == -(-1000 // 97)
+    learner, bits = reference(preset, settings, [text(1000, 6)])
+    assert np.array_equal(stream.learner.predict_proba(), learner.predict_proba())
+    assert stream.code_bits == pytest.approx(bits, rel=1e-12)

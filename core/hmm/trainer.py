@@ -42,6 +42,8 @@ class HMMTrainer:
         self.history: list[EMRecord] = []
         p = self.params
         self._loglik = forward(p.succ, p.trans, p.emit, p.init, self.symbols, self._alpha, self._scale)
+        if not math.isfinite(self._loglik):
+            raise ValueError("the HMM gives the training sequence probability 0: EM cannot start from it")
         # the networks' trainers report learning rates; EM has none
         self.rate_w = self.rate_tau = None
 
@@ -93,6 +95,8 @@ def _normalise_rows(counts: np.ndarray, out: np.ndarray) -> None:
 def log2_probs(hmm: HMM, symbols, regularize: bool = True) -> np.ndarray:
     """log2 P(x_t | x_<t) along ``symbols``, with seed 000 §4's regularisation unless ``regularize`` is False."""
     x = np.ascontiguousarray(symbols, dtype=np.int64)
+    if len(x) and (x.min() < 0 or x.max() >= hmm.emit.shape[1]):
+        raise ValueError(f"symbols must be in [0, {hmm.emit.shape[1]})")
     N = len(hmm.init)
     p = np.empty(len(x))
     predictive(hmm.succ, hmm.trans, hmm.emit, hmm.init, x, np.empty(N), np.empty(N), p)

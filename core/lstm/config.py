@@ -55,8 +55,8 @@ class LSTMConfig:
             raise ValueError(f"layers must be in [1, {MAX_LAYERS}], got {self.layers}")
         if not 1 <= self.horizon <= MAX_HORIZON:
             raise ValueError(f"horizon must be in [1, {MAX_HORIZON}], got {self.horizon}")
-        if not 0.0 < self.learning_rate <= 16.0:
-            raise ValueError(f"learning_rate must be in (0, 16], got {self.learning_rate}")
+        if not 0.0 < self.learning_rate <= 1.0:  # larger steps drive the softmax to probabilities of 0
+            raise ValueError(f"learning_rate must be in (0, 1], got {self.learning_rate}")
         if self.clip < 0.0:
             raise ValueError(f"clip must be >= 0 (0: no clipping), got {self.clip}")
         if not 0.0 <= self.init_scale <= 4.0:

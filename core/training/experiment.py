@@ -131,7 +131,9 @@ def run(exp: Experiment, config: TrainConfig | None = None, progress=None) -> Ou
         point = {
             "seconds": trainer.train_seconds,
             "step": trainer.steps,
-            "train_bits_per_symbol": -trainer.log2_likelihood / max(train.predict_mask.sum(), 1.0),
+            # the networks' training cost is over the predicted symbols; EM's likelihood is over every symbol
+            "train_bits_per_symbol": -trainer.log2_likelihood / (len(train) if exp.model == "hmm"
+                                                                 else max(train.predict_mask.sum(), 1.0)),
             "regret": ev.regret,
             "error_rate": ev.error_rate,
             "xor_error_rate": ev.error_rate if exp.task == "xor" else None,
