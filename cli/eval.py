@@ -32,7 +32,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         "units and their mixer) or 'glnn' (seed 000's GLNN alone, OnlineConfig()), "
         "or the baselines 'ctw' (context-tree weighting, seed 000's sanity check), 'esn' (a leaky echo-state "
         "network, seed 001), 'lstm' and 'gru' (an LSTM, gated recurrent units: trained by truncated "
-        "back-propagation, seed 001), as a stream's in the daemon; each setting below changes the preset's."
+        "back-propagation, seed 001) and 'scornn' (seed 002's orthogonal RNN), as a stream's in the daemon; each setting below changes the preset's."
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--preset", choices=tuple(MODELS), default="bytes",
@@ -40,7 +40,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "--depth, --alpha, --node-bits, --seed) or esn (an echo-state network: --units, "
                         "--connections, --spectral-radius, --leak, --input-scale, --seed and the --writing-* settings) or lstm "
                         "(an LSTM: --cells, --layers, --horizon, --learning-rate, --clip, --init-scale, "
-                        "--forget-bias, --seed) or gru (the same settings)")
+                        "--forget-bias, --seed) or gru (the same settings) or scornn (--units, --negatives, --horizon, "
+                        "--learning-rate, --skew-rate, --init-scale, --seed)")
     defaults, glnn = OnlineConfig.bytes_default(), OnlineConfig()
     choices = {"model": ("glnn", "gnn"), "method": ("rbpm", "ruop", "qdrbpm", "qdruop"), "activation": ("tanh", "logistic"),
                "selected_step": SELECTED_STEPS}
@@ -67,15 +68,18 @@ def configure(p: argparse.ArgumentParser) -> None:
         else:
             p.add_argument(flag, type=kind, default=argparse.SUPPRESS, choices=choices.get(field.name), help=helptext)
     glnn_settings = {f.name for f in dataclasses.fields(OnlineConfig)}
+    others: dict[str, list] = {}  # a baseline's setting the GLNN has not: the models that have it, their defaults
     for name, model in learners.MODELS.items():
         if model.config is OnlineConfig:
             continue
         baseline = model.config()
         for field in dataclasses.fields(baseline):
-            if field.name in glnn_settings:  # the GLNN's flag serves (--units, --seed, ...)
-                continue
-            p.add_argument("--" + field.name.replace("_", "-"), type=type(getattr(baseline, field.name)),
-                           default=argparse.SUPPRESS, help=f"{name} only; default {getattr(baseline, field.name)}")
+            if field.name not in glnn_settings:  # else the GLNN's flag serves (--units, --seed, ...)
+                others.setdefault(field.name, []).append((name, getattr(baseline, field.name)))
+    for setting, having in others.items():
+        defaults = ", ".join(f"{name} {value}" for name, value in having)
+        p.add_argument("--" + setting.replace("_", "-"), type=type(having[0][1]), default=argparse.SUPPRESS,
+                       help=f"{'/'.join(name for name, _ in having)} only; default {defaults}")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--curve", type=Path, metavar="FILE.png|.svg|.csv",
                    help="write the learning curves: bits per byte along each file (a picture needs Matplotlib: "

@@ -91,7 +91,7 @@ class StreamStats:
     code_bits: float | None = None
     alphabet_size: int | None = None
     alphabet_cap: int | None = None
-    model: str | None = None  # "glnn", "ctw", "esn" or "lstm" (protocol.PRESETS name presets of these)
+    model: str | None = None  # "glnn", "ctw", "esn", "lstm" or "scornn" (protocol.PRESETS name presets of these)
     writing_rate: float | None = None
     transition_rate: float | None = None
     windows: int | None = None

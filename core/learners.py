@@ -24,6 +24,8 @@ from .esn import ESNConfig, ESNLearner
 from .esn.config import state_shapes as esn_shapes
 from .lstm import LSTMConfig, LSTMLearner
 from .lstm.config import state_shapes as lstm_shapes
+from .scornn import SCORNNConfig, SCORNNLearner
+from .scornn.config import state_shapes as scornn_shapes
 from .online import OnlineConfig, OnlineLearner
 from .online.config import MODELS as ONLINE_PRESETS
 from .online.state import state_shapes as online_shapes
@@ -46,6 +48,13 @@ def _esn_work(c: ESNConfig) -> int:
     return c.units * c.connections + 3 * (c.units + 1) * (c.alphabet_cap + 1)
 
 
+def _scornn_work(c: SCORNNConfig) -> int:
+    """W h forward and back, the softmax's three passes, and per window the Cayley transform and the skew
+    gradient (some five n^3), shared by the window's symbols."""
+    n = c.units
+    return 3 * n * n + 3 * (n + 1) * (c.alphabet_cap + 1) + 5 * n ** 3 // c.horizon
+
+
 def _lstm_work(c: LSTMConfig) -> int:
     """Each layer's gates forward and twice backward, and the softmax's forward, error and step."""
     gates = 3 if c.cell == "gru" else 4
@@ -60,6 +69,7 @@ MODELS = {model.name: model for model in (
     Model("ctw", CTWConfig, CTWLearner, ctw_shapes),
     Model("esn", ESNConfig, ESNLearner, esn_shapes, _esn_work),
     Model("lstm", LSTMConfig, LSTMLearner, lstm_shapes, _lstm_work),
+    Model("scornn", SCORNNConfig, SCORNNLearner, scornn_shapes, _scornn_work),
 )}
 
 # preset name -> (model name, how the preset builds its configuration from settings)
@@ -69,6 +79,7 @@ PRESETS: dict[str, tuple[str, Callable]] = {
     "esn": ("esn", ESNConfig),  # a leaky echo-state network (seed 001)
     "lstm": ("lstm", LSTMConfig),  # an LSTM trained by truncated back-propagation (seed 001)
     "gru": ("lstm", functools.partial(LSTMConfig, cell="gru")),  # gated recurrent units, the same way
+    "scornn": ("scornn", SCORNNConfig),  # seed 002's orthogonal RNN, W by the scaled Cayley transform
 }
 
 

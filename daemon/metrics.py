@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 REQUEST_BUCKETS = (5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1.0, 5.0)
 # waking a hibernated learner: reading, inflating and checking its snapshot
 WAKE_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0)
-# learning one batch (up to streams.CHUNK symbols at some 60,000 symbols/s)
+# learning one batch (up to models.CHUNK symbols at some 60,000 symbols/s)
 LEARN_BUCKETS = (1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.25, 0.5, 1.0, 2.0)
 
 

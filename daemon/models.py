@@ -69,11 +69,24 @@ SERVED_BOUNDS = {
     "ctw": {"depth": 64, "node_bits": 22},
     "esn": {"units": 2048, "connections": 64},
     "lstm": {"cells": 512, "layers": 4, "horizon": 256},
+    "scornn": {"units": 512, "horizon": 256},
 }
 MAX_CONTEXT_ORDERS = 16
 # and what one symbol may cost, for the models whose cost grows with their settings together (an LSTM's
 # cells, layers and alphabet): 2^25 multiply-adds, some 10-20 ms (a worker's batch is sized by it: streams.chunk_for)
 MAX_WORK_PER_SYMBOL = 1 << 25
+
+CHUNK = 1 << 16  # a worker learns at most this many symbols of a stream before it yields to other streams
+# ... and of a model that is costly per symbol, this many multiply-adds' worth: some 0.7 s of one LSTM stream
+# on the machine of docs/benchmarks.md (3.2e9 multiply-adds per second, in either LSTM size measured there)
+CHUNK_WORK = 1 << 31
+
+
+def chunk_for(config) -> int:
+    """The symbols a worker learns of a stream of ``config`` before it yields: :data:`CHUNK`, fewer for a model
+    whose symbols cost much (an LSTM), so that one stream holds a worker about a second at most."""
+    work = work_per_symbol(config)
+    return CHUNK if work is None else max(16, min(CHUNK, CHUNK_WORK // max(work, 1)))
 
 
 def make_config(preset: str | None, overrides: dict | None):

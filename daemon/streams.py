@@ -35,27 +35,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.learners import config_from, learner_for, model_of, state_nbytes, work_per_symbol
+from ..core.learners import config_from, learner_for, model_of, state_nbytes
 from . import lifecycle, snapshot_file, sparse, wal
 from .budget import STREAM_BYTES, MemoryBudget, return_freed_memory
-from .models import config_dict
+from .models import chunk_for, config_dict
 from .lifecycle import State
 from .reports import Hibernated, Learned, NeedsRoom, SnapshotFailed, SnapshotWritten
 from .views import View
 
 RECENT = 4096  # symbols over which the "recent" bits/symbol is taken
 RECENT_BYTES = RECENT * 8  # their code lengths, in memory beside the learner (the snapshot holds them while it sleeps)
-CHUNK = 1 << 16  # a worker learns at most this many symbols before it yields to other streams
-# ... and of a model that is costly per symbol, this many multiply-adds' worth: some 0.7 s of one LSTM stream
-# on the machine of docs/benchmarks.md (3.2e9 multiply-adds per second, in either LSTM size measured there)
-CHUNK_WORK = 1 << 31
-
-
-def chunk_for(config) -> int:
-    """The symbols a worker learns of a stream of ``config`` before it yields: :data:`CHUNK`, fewer for a model
-    whose symbols cost much (an LSTM), so that one stream holds a worker about a second at most."""
-    work = work_per_symbol(config)
-    return CHUNK if work is None else max(16, min(CHUNK, CHUNK_WORK // max(work, 1)))
 
 def resident_bytes(config) -> int:
     """What a stream of ``config`` holds in memory while its learner is there, beyond :data:`STREAM_BYTES`:

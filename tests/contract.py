@@ -48,6 +48,7 @@ from seqd.core.container import level_config
 from seqd.core.ctw import CTWConfig, CTWLearner
 from seqd.core.esn import ESNConfig, ESNLearner
 from seqd.core.lstm import LSTMConfig, LSTMLearner
+from seqd.core.scornn import SCORNNConfig, SCORNNLearner
 from seqd.core.online import OnlineConfig, OnlineLearner
 
 STREAM_LENGTH = 1200  # symbols per contract stream: several windows, every symbol of a small alphabet
@@ -70,7 +71,7 @@ class Entry:
     """
 
     name: str
-    config: Callable[[], OnlineConfig | CTWConfig | ESNConfig | LSTMConfig]
+    config: Callable[[], OnlineConfig | CTWConfig | ESNConfig | LSTMConfig | SCORNNConfig]
     learner: type = OnlineLearner
     random: bool = True
 
@@ -130,6 +131,7 @@ REGISTRY: list[Entry] = [
     Entry("preset-esn", ESNConfig, ESNLearner),
     Entry("preset-lstm", LSTMConfig, LSTMLearner),
     Entry("preset-gru", lambda: LSTMConfig(cell="gru"), LSTMLearner),
+    Entry("preset-scornn", SCORNNConfig, SCORNNLearner),
     # seqd compress's levels whose models differ most from the default (seqd.core.container.LEVEL_MODELS)
     Entry("level-fast", lambda: level_config(1), random=False),
     Entry("level-max", lambda: level_config(9)),
@@ -145,6 +147,8 @@ REGISTRY: list[Entry] = [
     Entry("lstm-cap16", lambda: LSTMConfig(alphabet_cap=16, cells=8, layers=2, horizon=7, clip=1.0), LSTMLearner),
     Entry("lstm-bytes", lambda: LSTMConfig(alphabet_cap=256, cells=12), LSTMLearner),
     Entry("gru-cap16", lambda: LSTMConfig(alphabet_cap=16, cell="gru", cells=8, layers=2, horizon=7), LSTMLearner),
+    # seed 002's scoRNN: W orthogonal through the scaled Cayley transform of a trained skew-symmetric A
+    Entry("scornn-cap16", lambda: SCORNNConfig(alphabet_cap=16, units=8, negatives=3, horizon=6), SCORNNLearner),
 ]
 
 # the entries whose learner is the online GLNN (OnlineLearner), for the checks of its internals

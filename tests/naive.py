@@ -1448,3 +1448,79 @@ def lstm_bits(x, cap, config):
         h, c, saved = step_of(W, E, code, h, c)
         window.append([code, saved, None])
     return np.array(out)
+
+
+def scornn_start(config):
+    """A new scoRNN's A, D and W by the recipe (``seqd.core.scornn.state``), with NumPy's inverse."""
+    N = config.units
+    A = np.zeros((N, N))
+    for block in range(N // 2):
+        s = splitmix_uniform(config.seed, block, 1 << 40)
+        A[2 * block, 2 * block + 1], A[2 * block + 1, 2 * block] = s, -s
+    d = np.ones(N)
+    d[:config.negatives] = -1.0
+    return A, d, cayley(A, d)
+
+
+def cayley(A, d):
+    """W = (I + A)^{-1} (I - A) D (seed 002, eq. 2.54)."""
+    I = np.eye(len(d))
+    return np.linalg.solve(I + A, I - A) * d[None, :]
+
+
+def modrelu(z, b):
+    """sgn(z) max(|z| + b, 0) (seed 002, eq. 2.33)."""
+    return np.sign(z) * np.maximum(np.abs(z) + b, 0.0)
+
+
+def scornn_bits(x, cap, config):
+    """Per-symbol code lengths of the online scoRNN learner, in NumPy: the LSTM's protocol (:func:`lstm_bits`) with
+    eqs. 2.58-2.59's step, the window's gradient by back-propagation as matrices, b kept <= 0, and A stepped
+    along Theorem 2.5.3's V^T - V."""
+    N, H, rate = config.units, config.horizon, config.learning_rate
+    A, d, W = scornn_start(config)
+    U, b, v = np.zeros((cap + 1, N)), np.zeros(N), np.zeros((N + 1, cap + 1))
+    h = np.zeros(N)
+    codes, out, window = {}, [], []  # window: [code, h_prev, z, dh]
+    for symbol in x:
+        symbol = int(symbol)
+        width, first = len(codes) + 1, 1 if len(codes) == cap else 0
+        a = np.concatenate(([1.0], h))
+        pi = np.zeros(cap + 1)
+        pi[first:width] = softmax(a @ v[:, first:width])
+        code = codes.get(symbol, 0)
+        out.append(-math.log2(pi[code]) + (math.log2(cap - len(codes)) if code == 0 else 0.0))
+        err = np.zeros(cap + 1)
+        err[first:width] = -pi[first:width]
+        err[code] += 1.0
+        if window:
+            window[-1][3] = v[1:] @ err
+        v += rate * np.outer(a, err)
+        if len(window) == H:
+            gW, gU, gb, carry = np.zeros((N, N)), {}, np.zeros(N), np.zeros(N)
+            for c, h_prev, z, dh in reversed(window):
+                delta = dh + carry
+                active = (np.abs(z) + b > 0) & (z != 0)
+                dz = np.where(active, delta, 0.0)
+                gb += np.where(active, delta * np.sign(z), 0.0)
+                gU[c] = gU.get(c, 0.0) + dz
+                gW += np.outer(dz, h_prev)
+                carry = W.T @ dz
+            for c, g in gU.items():
+                U[c] += rate * g
+            b = np.minimum(b + rate * gb, 0.0)  # kept <= 0
+            if config.skew_rate > 0:
+                V = np.linalg.inv(np.eye(N) + A).T @ gW @ (np.diag(d) + W.T)
+                A = A + config.skew_rate * (V.T - V)
+                W = cayley(A, d)
+            window = []
+        if code == 0:
+            n = len(codes)
+            code = codes[symbol] = n + 1
+            v[:, code] = 0.0
+            v[0, code] = v[0, 0] - math.log(cap - n)
+            U[code] = [config.init_scale * (2.0 * splitmix_uniform(config.seed, j, symbol) - 1.0) for j in range(N)]
+        z = U[code] + W @ h
+        window.append([code, h, z, None])
+        h = modrelu(z, b)
+    return np.array(out)

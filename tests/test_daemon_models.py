@@ -1,4 +1,4 @@
-"""A stream of each model the daemon serves besides the GLNN (``core/learners.py``: ctw, esn, lstm, gru):
+"""A stream of each model the daemon serves besides the GLNN (``core/learners.py``: ctw, esn, lstm, gru, scornn):
 created by its preset, restored bit for bit after a stop (its snapshot) and after a kill (its log), woken bit for
 bit from hibernation, and refused clearly when a request asks for too much."""
 
@@ -28,6 +28,7 @@ MODELS = {
     "esn": ("esn", {"units": 24, "connections": 4}),
     "lstm": ("lstm", {"cells": 10, "layers": 2, "horizon": 7, "clip": 5.0}),
     "gru": ("gru", {"cells": 10, "horizon": 5}),
+    "scornn": ("scornn", {"units": 10, "horizon": 6}),
 }
 
 
@@ -134,8 +135,7 @@ def test_the_clients_know_the_daemons_presets():
 def test_a_costly_model_learns_in_small_pieces_and_a_too_costly_one_is_refused():
     """A worker yields after about a second of one stream's work: fewer symbols at a time for an LSTM than the
     GLNN's 65,536; a model whose single symbol would cost more than the daemon serves is refused."""
-    from seqd.daemon.models import MAX_WORK_PER_SYMBOL
-    from seqd.daemon.streams import CHUNK, chunk_for
+    from seqd.daemon.models import CHUNK, MAX_WORK_PER_SYMBOL, chunk_for
 
     assert chunk_for(make_config("bytes", None)) == chunk_for(make_config("ctw", None)) == CHUNK
     small, large = chunk_for(make_config("lstm", None)), chunk_for(make_config("lstm", {"layers": 3}))

@@ -1,0 +1,52 @@
+"""The scoRNN learner's public face: the interface every seqd learner has (``docs/architecture.md``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..open_alphabet import OpenAlphabetLearner, SnapshotKind, validate_symbols
+from ..lstm.cell import predict
+from .cayley import learn_buffer
+from .config import ACTIVE, NORM, SYMBOLS, SCORNNConfig, state_shapes
+from .snapshot import MAGIC, VERSION, check
+from .state import SCORNNState, new_state, numerics
+
+
+class SCORNNLearner(OpenAlphabetLearner):
+    """A scoRNN (seed 002's scaled-Cayley orthogonal RNN) learning one symbol stream online (``seqd.core.scornn``).
+
+        >>> learner = SCORNNLearner(SCORNNConfig(alphabet_cap=4, units=8, learning_rate=0.2))
+        >>> bits = learner.learn([0, 1, 2, 3] * 150)
+        >>> bool(bits[-40:].mean() < 0.5)
+        True
+        >>> bool(np.allclose(learner.state.w @ learner.state.w.T, np.eye(8)))  # W stays orthogonal
+        True
+    """
+
+    snapshot_kind = SnapshotKind(MAGIC, VERSION, "scoRNN", SCORNNConfig, SCORNNState, state_shapes, check)
+    _new_state = staticmethod(new_state)
+    config: SCORNNConfig
+    state: SCORNNState
+
+    def __init__(self, config: SCORNNConfig | None = None, *, _state: SCORNNState | None = None):
+        super().__init__(config, _state=_state)
+        self._numerics = numerics()
+
+    def learn(self, symbols) -> np.ndarray:
+        """Predict, score and learn each symbol in turn; returns each one's prequential code length in bits."""
+        x = validate_symbols(symbols, self.config.alphabet_cap)
+        bits = np.empty(len(x))
+        c = self.config
+        learn_buffer(self.state, c.alphabet_cap, c.seed, c.learning_rate, c.skew_rate, c.init_scale, self._numerics,
+                     x, bits)
+        return bits
+
+    def _distribution(self) -> tuple[int, np.ndarray]:
+        width = predict(self.state, self.config.alphabet_cap, self._numerics)
+        return width, self.state.pi[:width]
+
+    @property
+    def stats(self) -> dict:
+        c = self.state.counts
+        return {"symbols": int(c[SYMBOLS]), "alphabet_size": int(c[ACTIVE]),
+                "gradient_norm": float(self.state.reals[NORM])}
