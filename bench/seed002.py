@@ -27,6 +27,7 @@ from seqd.core import tasks  # noqa: E402
 from seqd.core.ctw import CTWConfig, CTWLearner  # noqa: E402
 from seqd.core.esn import ESNConfig, ESNLearner  # noqa: E402
 from seqd.core.lstm import LSTMConfig, LSTMLearner  # noqa: E402
+from seqd.core.scornn import SCORNNConfig, SCORNNLearner  # noqa: E402
 from seqd.core.online import OnlineConfig, OnlineLearner  # noqa: E402
 
 BASELINE = {"copying": tasks.COPY_DIGITS * math.log2(8), "adding": tasks.adding_baseline_bits()}
@@ -39,6 +40,7 @@ LEARNERS = {  # name: a learner over an alphabet of A symbols
     "LSTM, 90 cells, window 10": lambda A: LSTMLearner(LSTMConfig(alphabet_cap=A)),
     "LSTM, 90 cells, window 250": lambda A: LSTMLearner(LSTMConfig(alphabet_cap=A, horizon=250)),
     "GRU, 90 cells, window 250": lambda A: LSTMLearner(LSTMConfig(alphabet_cap=A, cell="gru", horizon=250)),
+    "scoRNN, 128 units, window 250": lambda A: SCORNNLearner(SCORNNConfig(alphabet_cap=A, units=128, horizon=250)),
 }
 
 
