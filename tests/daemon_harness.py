@@ -72,10 +72,22 @@ class ThreadServer:
     """``Server`` running in a thread of this process; ``stop()`` is the orderly SIGTERM path."""
 
     def __init__(self, state_dir: Path, **settings):
+        """``metrics_port="free"``: a port nothing listens on, found by trying (``self.metrics_port``); a port
+        found free can be taken by another socket before the server binds it, so a few are tried."""
         settings = dict(dict(api="tcp://127.0.0.1:*", pub="tcp://127.0.0.1:*", metrics_port=0, workers=2),
                         **settings)
-        self.server = Server(ServeConfig(state_dir=str(state_dir), **settings))
-        self.server.start()
+        free = settings["metrics_port"] == "free"
+        for attempt in range(5 if free else 1):
+            if free:
+                settings["metrics_port"] = free_port()
+            self.server = Server(ServeConfig(state_dir=str(state_dir), **settings))
+            try:
+                self.server.start()  # a failed start leaves nothing open
+                break
+            except ValueError as exc:
+                if not (free and "cannot serve metrics" in str(exc) and attempt < 4):
+                    raise
+        self.metrics_port = settings["metrics_port"]
         self.thread = threading.Thread(target=self.server.serve, daemon=True)
         self.thread.start()
         self.api, self.pub = self.server.api_endpoint, self.server.pub_endpoint

@@ -287,16 +287,14 @@ def test_snapshot_on_request_and_the_log_is_cut(call, server):
 
 
 def test_the_metrics_port_answers_probes_and_nothing_else(tmp_path):
-    port = free_port()
-
     def get(path):
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+            with urllib.request.urlopen(f"http://127.0.0.1:{srv.metrics_port}{path}", timeout=10) as r:
                 return r.status, r.read().decode()
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read().decode()
 
-    with ThreadServer(tmp_path / "state", metrics_port=port) as srv:
+    with ThreadServer(tmp_path / "state", metrics_port="free") as srv:
         assert get("/healthz") == (200, "ok\n") and get("/readyz") == (200, "ok\n")
         assert get("/metrics")[0] == 200 and "seqd_streams" in get("/metrics")[1]
         for path in ("/", "/metricsx", "/health", "/readyz/x"):
@@ -322,8 +320,8 @@ def test_seqd_serve_tells_systemd_when_it_is_ready_and_when_it_stops(tmp_path, m
 
 
 def test_the_metrics_endpoint_parses_and_counts_what_was_sent(tmp_path):
-    port = free_port()
-    with ThreadServer(tmp_path / "state", metrics_port=port, stream_labels=("m*",)) as srv:
+    with ThreadServer(tmp_path / "state", metrics_port="free", stream_labels=("m*",)) as srv:
+        port = srv.metrics_port
         call = Caller(srv.api)
         call.ok("create", stream="m", config=SMALL_BYTES)
         call.ok("create", stream="unlabelled", config=SMALL_BYTES)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon_harness import SMALL_BYTES, Caller, ThreadServer, free_port
+from daemon_harness import SMALL_BYTES, Caller, ThreadServer
 
 PROMTOOL = shutil.which("promtool")
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy" / "prometheus"
@@ -24,8 +24,8 @@ def promtool(*args, stdin: str | None = None, cwd: Path | None = None) -> subpro
 
 
 def test_the_metrics_a_working_daemon_exports_pass_promtool(tmp_path):
-    port = free_port()
-    with ThreadServer(tmp_path / "state", metrics_port=port) as srv:
+    with ThreadServer(tmp_path / "state", metrics_port="free") as srv:
+        port = srv.metrics_port
         call = Caller(srv.api)
         call.ok("create", stream="s", config=SMALL_BYTES)
         call.ok("publish", stream="s", symbols=b"GET /index.html 200\n" * 60)
