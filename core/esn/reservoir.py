@@ -8,10 +8,11 @@ from __future__ import annotations
 import math
 
 from ..jit import kernel
-from ..kernels.elementary import exp, log, log2, tanh
+from ..kernels.elementary import exp, log, tanh
 from ..kernels.forward import softmax_into
 from ..online.alphabet import unit_uniform
 from ..online.writing import writing_update
+from ..open_alphabet import code_length, join_readout
 from .config import ACTIVE, RATE, SYMBOLS
 
 SOURCE_DRAWS = 1 << 40  # the uniforms that pick a unit's sources and weights are (seed, unit, SOURCE_DRAWS + k)
@@ -95,10 +96,7 @@ def learn_buffer(st, cap, seed, leak, input_scale, discount, prior, floor, numer
         width = predict(st, cap, numerics)
         first = 1 if st.counts[ACTIVE] == cap else 0
         code = st.code_of[symbol]
-        if code == 0:  # a first occurrence: the escape, then its name among the unseen
-            bits[t] = -log2(st.pi[0]) + log2(float(cap - st.counts[ACTIVE]))
-        else:
-            bits[t] = -log2(st.pi[code])
+        bits[t] = code_length(st.pi, code, cap, st.counts[ACTIVE])
         curv = st.scratch[0]
         err = st.scratch[1]
         for y in range(first, width):
@@ -123,16 +121,10 @@ def learn_buffer(st, cap, seed, leak, input_scale, discount, prior, floor, numer
 def _join(st, cap, seed, input_scale, prior, symbol):
     """``symbol`` gets the next code: its readout column takes the escape's share of the mass (its bias is the
     escape's less log(symbols still unseen)), its input weights are drawn from (seed, unit, symbol)."""
-    n = st.counts[ACTIVE]
-    code = n + 1
-    st.code_of[symbol] = code
-    st.symbol_of[code] = symbol
-    st.counts[ACTIVE] = code
+    code = join_readout(st.code_of, st.symbol_of, st.counts, ACTIVE, st.w, cap, symbol)
     for i in range(st.w.shape[0]):
-        st.w[i, code] = 0.0
         st.h0[i, code] = 0.0
         st.hd[i, code] = prior
-    st.w[0, code] = st.w[0, 0] - log(float(cap - n))
     for j in range(st.sources.shape[0]):
         st.inputs[code, j] = input_scale * (2.0 * unit_uniform(seed, j, symbol) - 1.0)
     return code

@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 
 from ..jit import kernel
-from ..kernels.elementary import log, log2, logistic, tanh
+from ..kernels.elementary import logistic, tanh
 from ..kernels.forward import softmax_into
 from ..online.alphabet import unit_uniform
+from ..open_alphabet import code_length, join_readout
 from .config import (ACTIVE, BELOW, CANDIDATE, DH, DPRE, ERR, FILLED, FORGET, INPUT, NORM, OUTPUT, SYMBOLS,
                      TANH_CELL, UPDATE)
 from .gru import gru_forward, gru_window_gradient
@@ -245,10 +246,7 @@ def learn_buffer(st, cap, seed, rate, clip, scale, numerics, symbols, bits):
         width = predict(st, cap, numerics)
         first = 1 if st.counts[ACTIVE] == cap else 0
         code = st.code_of[symbol]
-        if code == 0:  # a first occurrence: the escape, then its name among the unseen
-            bits[t] = -log2(st.pi[0]) + log2(float(cap - st.counts[ACTIVE]))
-        else:
-            bits[t] = -log2(st.pi[code])
+        bits[t] = code_length(st.pi, code, cap, st.counts[ACTIVE])
         output_step(st, code, first, width, rate)
         gru = st.w.shape[1] == 3
         if st.counts[FILLED] == horizon:
@@ -269,16 +267,9 @@ def learn_buffer(st, cap, seed, rate, clip, scale, numerics, symbols, bits):
 
 @kernel
 def _join(st, cap, seed, scale, symbol):
-    """``symbol`` gets the next code: its softmax column takes the escape's share of the mass (its bias is the
-    escape's less log(symbols still unseen)), its input weights are drawn from (seed, row, symbol)."""
-    n = st.counts[ACTIVE]
-    code = n + 1
-    st.code_of[symbol] = code
-    st.symbol_of[code] = symbol
-    st.counts[ACTIVE] = code
-    for i in range(st.v.shape[0]):
-        st.v[i, code] = 0.0
-    st.v[0, code] = st.v[0, 0] - log(float(cap - n))
+    """``symbol`` gets the next code and its softmax column (``open_alphabet.join_readout``), its input weights
+    drawn from (seed, row, symbol)."""
+    code = join_readout(st.code_of, st.symbol_of, st.counts, ACTIVE, st.v, cap, symbol)
     L, G, N, _ = st.w.shape
     for layer in range(L):
         for q in range(G):

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 
 from ..jit import kernel
-from ..kernels.elementary import log, log2
-from ..lstm.cell import output_step, predict
+from ..lstm.cell import _first_in_window, output_step, predict
 from ..online.alphabet import unit_uniform
+from ..open_alphabet import code_length, join_readout
 from .config import ACTIVE, FILLED, NORM, SYMBOLS
 
 
@@ -134,14 +134,6 @@ def window_gradient(st):
 
 
 @kernel
-def _first_in_window(codes, s):
-    for r in range(s):
-        if codes[r] == codes[s]:
-            return False
-    return True
-
-
-@kernel
 def apply_gradient(st, rate, skew_rate):
     """U += rate g_U, b += rate g_b (then at most 0), A += skew_rate (V^T - V) and W from the new A (eq. 2.54: W
     stays orthogonal to rounding); the gradient is cleared, its norm in W, U and b kept in reals[NORM]."""
@@ -188,10 +180,7 @@ def learn_buffer(st, cap, seed, rate, skew_rate, scale, numerics, symbols, bits)
         width = predict(st, cap, numerics)
         first = 1 if st.counts[ACTIVE] == cap else 0
         code = st.code_of[symbol]
-        if code == 0:  # a first occurrence: the escape, then its name among the unseen
-            bits[t] = -log2(st.pi[0]) + log2(float(cap - st.counts[ACTIVE]))
-        else:
-            bits[t] = -log2(st.pi[code])
+        bits[t] = code_length(st.pi, code, cap, st.counts[ACTIVE])
         output_step(st, code, first, width, rate)
         if st.counts[FILLED] == horizon:
             window_gradient(st)
@@ -207,16 +196,9 @@ def learn_buffer(st, cap, seed, rate, skew_rate, scale, numerics, symbols, bits)
 
 @kernel
 def _join(st, cap, seed, scale, symbol):
-    """``symbol`` gets the next code: its softmax column takes the escape's share of the mass, its input weights
-    are drawn from (seed, unit, symbol)."""
-    n = st.counts[ACTIVE]
-    code = n + 1
-    st.code_of[symbol] = code
-    st.symbol_of[code] = symbol
-    st.counts[ACTIVE] = code
-    for i in range(st.v.shape[0]):
-        st.v[i, code] = 0.0
-    st.v[0, code] = st.v[0, 0] - log(float(cap - n))
+    """``symbol`` gets the next code and its softmax column (``open_alphabet.join_readout``), its input weights
+    drawn from (seed, unit, symbol)."""
+    code = join_readout(st.code_of, st.symbol_of, st.counts, ACTIVE, st.v, cap, symbol)
     for j in range(st.w.shape[0]):
         st.embed[code, j] = scale * (2.0 * unit_uniform(seed, j, symbol) - 1.0)
     return code
