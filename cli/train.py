@@ -8,7 +8,7 @@ import sys
 
 from seqd.core.model import ACTIVATIONS
 from seqd.core.tasks import TASKS
-from seqd.core.training.experiment import TRAINED_MODELS, Experiment, run
+from seqd.core.training.experiment import ONLINE_MODELS, TRAINED_MODELS, Experiment, run
 from seqd.core.training.methods import METHODS
 
 
@@ -17,19 +17,23 @@ def configure(p: argparse.ArgumentParser) -> None:
         "Draw a training and an independent validation sequence from a task's exact law, train with "
         "the batch algorithm of Ollivier (2015) Section 2 (or, for --model hmm, a hidden Markov model by EM, "
         "the paper's sanity check), and report the validation regret in bits (true model minus trained model, "
-        "Table 1)."
+        "Table 1). The online models (ctw, esn, lstm, gru, scornn: seqd eval's presets) instead stream the "
+        "training sequence (--steps passes, one by default) and then the validation sequence, which they score as "
+        "they learn, as the paper's CTW and bzip2 rows."
     )
     p.add_argument("--task", choices=TASKS, default="alphabet")
-    p.add_argument("--model", choices=TRAINED_MODELS, default="glnn")
+    p.add_argument("--model", choices=TRAINED_MODELS + ONLINE_MODELS, default="glnn")
     p.add_argument("--method", choices=tuple(METHODS), default="rbpm", help="a network's training method (an HMM "
                    "learns by EM)")
-    p.add_argument("--units", type=int, default=16, help="number of units N, or an HMM's states (default 16)")
+    p.add_argument("--units", type=int, help="number of units N, an HMM's states, an online model's units or cells "
+                   "(default 16; an online model's: its preset's)")
     p.add_argument("--degree", type=int, help="incoming units per unit, self-loop included (default 3); an HMM's "
                    "edges per state, its loop included (default: the alphabet's size, as seed 000)")
     p.add_argument("--activation", choices=ACTIVATIONS, default="tanh")
     budget = p.add_argument_group("budget (at least one)")
     budget.add_argument("--seconds", type=float, help="CPU seconds of training")
-    budget.add_argument("--steps", type=int, help="number of gradient steps (w and tau alternate)")
+    budget.add_argument("--steps", type=int, help="number of gradient steps (w and tau alternate); EM steps; an online "
+                        "model's passes over the training sequence (default 1)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--size", type=int, help="lines / bars / blocks per sequence (default: the paper's)")
     p.add_argument("--length", type=int, help="T: distant XOR's line length (default 100), the copying problem's "
@@ -42,12 +46,14 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def _experiment(args) -> Experiment:
-    if args.seconds is None and args.steps is None:
+    online = args.model in ONLINE_MODELS
+    if args.seconds is None and args.steps is None and not online:
         raise ValueError("give a budget: --seconds S and/or --steps K")
     if args.patience is not None and args.patience < 1:
         raise ValueError("--patience must be at least 1 checkpoint (leave it out to use the whole budget)")
     return Experiment(
-        task=args.task, model=args.model, method=args.method, units=args.units,
+        task=args.task, model=args.model, method=args.method,
+        units=args.units if args.units is not None else (0 if online else 16),
         degree=args.degree if args.degree is not None else (0 if args.model == "hmm" else 3),
         activation=args.activation, seed=args.seed, size=args.size, length=args.length,
         steps=args.steps, seconds=args.seconds, evaluations=args.evaluations, patience=args.patience,
@@ -67,13 +73,20 @@ def print_point(point: dict) -> None:
 def report(outcome) -> None:
     """The run's outcome in three lines: the experiment, its regrets, its learning rates and budget."""
     e = outcome.experiment
-    what = f"HMM by EM, {e.units} states, degree {min(e.degree or outcome.alphabet_size, e.units)}" \
-        if e.model == "hmm" else \
-        f"{e.model.upper()} {e.method} N={e.units} d={e.degree} {e.activation}"
+    if e.model == "hmm":
+        what = f"HMM by EM, {e.units} states, degree {min(e.degree or outcome.alphabet_size, e.units)}"
+    elif e.model in ONLINE_MODELS:
+        what = f"online {e.model} (preset{f', {e.units} units' if e.units else ''}), {e.steps or 1} training pass(es)"
+    else:
+        what = f"{e.model.upper()} {e.method} N={e.units} d={e.degree} {e.activation}"
     print(
         f"{e.task}: {what}, "
         f"{outcome.train_symbols} training / {outcome.validation_symbols} validation symbols"
     )
+    if e.model in ONLINE_MODELS:  # one figure: the validation sequence scored as it was learned
+        print(f"  validation regret: {outcome.validation_regret:.1f} bits, scored as the learner went on learning")
+        print(f"  {outcome.train_seconds:.1f} CPU s")
+        return
     print(f"  validation regret: {outcome.validation_regret:.1f} bits at the end; "
           f"{outcome.stopped_validation_regret:.1f} at the checkpoint an independent stopping sequence picks "
           f"({outcome.stopped_at_seconds:.0f} s); best checkpoint {outcome.best_validation_regret:.1f}")

@@ -1,5 +1,5 @@
 """Seed 000's HMM sanity check (``seqd.core.hmm``): the kernels against sums over every state path, EM's
-promise, and the experiment protocol with ``--model hmm``."""
+promise, and the experiment protocol with ``--model hmm`` and with the online models (``--model lstm`` ...)."""
 
 from __future__ import annotations
 
@@ -101,3 +101,22 @@ def test_the_protocol_trains_an_hmm_by_em_and_reports_its_regret():
     assert outcome.rate_w is None and outcome.steps == 15
     assert outcome.validation_curve[-1]["regret"] < outcome.validation_curve[0]["regret"]
     assert outcome.best_validation_regret <= outcome.validation_regret
+
+
+@pytest.mark.parametrize("model", ["ctw", "esn", "lstm", "gru", "scornn"])
+def test_the_protocol_streams_an_online_model_as_the_papers_ctw_row(model):
+    """seqd train --model <online preset>: the training sequence streamed, then the validation sequence scored as
+    it is learned: the regret is that of a learner that reads both in turn."""
+    from dataclasses import replace
+
+    from seqd.core import learners, tasks
+
+    exp = Experiment(task="anbn", model=model, units=0, size=2, steps=1)
+    outcome = run(exp)
+    train = tasks.generate("anbn", np.random.default_rng([0, 0]), 2)
+    valid = tasks.generate("anbn", np.random.default_rng([0, 1]), 2)
+    name, make = learners.PRESETS[model]
+    learner = learners.MODELS[name].learner(replace(make(), alphabet_cap=len(train.alphabet)))
+    learner.learn(train.symbols)
+    want = float(learner.learn(valid.symbols).sum()) + valid.true_log2_likelihood
+    assert outcome.validation_regret == pytest.approx(want, rel=1e-12) and outcome.rate_w is None

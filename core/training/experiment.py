@@ -9,7 +9,7 @@ reported as cumulative regret in bits against the true model (Table 1).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -20,6 +20,10 @@ from ..model import ModelSpec, initialize, symbol_frequencies
 from .batch import BatchTrainer, Evaluation, TrainConfig, evaluate
 
 TRAINED_MODELS = ("glnn", "gnn", "rnn", "hmm")  # the networks (model.MODELS) and seed 000's HMM, trained by EM
+# seqd's online learners by their presets (core/learners.py): they stream the training sequence (``steps`` passes,
+# one by default) and then the validation sequence, which they score as they go on learning: the protocol of
+# seed 000's CTW and bzip2 rows
+ONLINE_MODELS = ("ctw", "esn", "lstm", "gru", "scornn")
 
 
 @dataclass(frozen=True)
@@ -112,8 +116,50 @@ def _trainer(exp: Experiment, train: tasks.TaskSequence, config: TrainConfig | N
     return trainer, score
 
 
+def run_online(exp: Experiment, progress=None) -> Outcome:
+    """One of seqd's online learners (``exp.model`` a preset of ``core/learners.py``, ``exp.units`` its units or
+    cells, 0 for the preset's; CTW has neither) streams the training sequence ``exp.steps`` times (once if None), then the
+    validation sequence; the regret is the validation part's prequential code length on the scored positions
+    minus the true model's (seed 000's protocol for CTW and bzip2).  One checkpoint, at the end."""
+    from .. import learners
+
+    wall0 = time.perf_counter()
+    train = _draw(exp, 0, exp.size)
+    valid = _draw(exp, 1, exp.validation_size if exp.validation_size is not None else exp.size)
+    A = len(train.alphabet)
+    model, make = learners.PRESETS[exp.model]
+    config = make(alphabet_cap=A)
+    sized = {name: exp.units for name in ("units", "cells") if hasattr(config, name) and exp.units > 0}
+    config = replace(config, **sized) if sized else config
+    learner = learners.MODELS[model].learner(config)
+    passes = 1 if exp.steps is None else exp.steps
+    if passes < 1:
+        raise ValueError(f"an online learner streams the training sequence at least once, got {passes} passes")
+    t0 = time.process_time()
+    trajectory = [-float(learner.learn(train.symbols).sum()) for _ in range(passes)]
+    bits = learner.learn(valid.symbols)
+    seconds = time.process_time() - t0
+    scored = valid.predict_mask != 0.0
+    regret = float((bits * valid.predict_mask).sum()) + valid.true_log2_likelihood
+    error = float(np.mean(bits[scored] >= 1.0)) if scored.any() else None
+    point = {"seconds": seconds, "step": passes, "train_bits_per_symbol": -trajectory[-1] / len(train),
+             "regret": regret, "error_rate": error, "xor_error_rate": error if exp.task == "xor" else None,
+             "stopping_regret": regret}
+    if progress is not None:
+        progress(point)
+    return Outcome(experiment=exp, alphabet_size=A, train_symbols=len(train), validation_symbols=len(valid),
+                   steps=passes, train_seconds=seconds, rate_w=None, rate_tau=None,
+                   train_log2_likelihood=trajectory[-1], validation_true_log2_likelihood=valid.true_log2_likelihood,
+                   validation_regret=regret, validation_error_rate=error, best_validation_regret=regret,
+                   best_validation_error_rate=error, best_at_seconds=seconds, stopped_early=False,
+                   stopped_validation_regret=regret, stopped_validation_error_rate=error, stopped_at_seconds=seconds,
+                   trajectory=trajectory, validation_curve=[point], wall_seconds=time.perf_counter() - wall0)
+
+
 def run(exp: Experiment, config: TrainConfig | None = None, progress=None) -> Outcome:
     """Train per ``exp`` and score the validation sequence; ``progress(dict)`` sees each checkpoint."""
+    if exp.model in ONLINE_MODELS:
+        return run_online(exp, progress)
     if exp.steps is None and exp.seconds is None:
         raise ValueError("an experiment needs a step budget, a time budget, or both")
     wall0 = time.perf_counter()
