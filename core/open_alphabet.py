@@ -18,8 +18,6 @@ from typing import Callable
 import numpy as np
 
 from .arrays_snapshot import pack, pack_parts, unpack
-from .jit import kernel
-from .kernels.elementary import log, log2
 
 
 @dataclass(frozen=True)
@@ -121,32 +119,6 @@ class OpenAlphabetLearner:
                                kind.shapes)
         kind.check(config, state)
         return cls(config, _state=state)
-
-
-@kernel
-def code_length(pi, code, cap, active):
-    """The bits of a symbol of internal ``code`` under the prediction ``pi`` over the codes, ``active`` of them
-    in use: a first occurrence (code 0) is the escape, then its name among the cap - active unseen."""
-    if code == 0:
-        return -log2(pi[0]) + log2(float(cap - active))
-    return -log2(pi[code])
-
-
-@kernel
-def join_readout(code_of, symbol_of, counts, active, readout, cap, symbol):
-    """``symbol`` gets the next code (``counts[active]`` + 1; codes go in order of first appearance, 0 is the
-    escape), and its column of a softmax readout (rows: bias, then the units) takes the escape's share of the
-    mass: its bias the escape's less log(symbols still unseen), its other weights 0.  Returns the code.  The
-    baselines' learners (CTW aside) join a symbol this way, then draw its input weights."""
-    n = counts[active]
-    code = n + 1
-    code_of[symbol] = code
-    symbol_of[code] = symbol
-    counts[active] = code
-    for i in range(readout.shape[0]):
-        readout[i, code] = 0.0
-    readout[0, code] = readout[0, 0] - log(float(cap - n))
-    return code
 
 
 def validate_symbols(symbols, cap: int) -> np.ndarray:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..open_alphabet import OpenAlphabetLearner, SnapshotKind, validate_symbols
+from ..readout import predict
 from .config import ACTIVE, RATE, SYMBOLS, ESNConfig, state_shapes
-from .reservoir import learn_buffer, predict
+from .reservoir import learn_buffer
 from .snapshot import MAGIC, VERSION, check
 from .state import ESNState, new_state, numerics
 
@@ -41,7 +42,8 @@ class ESNLearner(OpenAlphabetLearner):
         return bits
 
     def _distribution(self) -> tuple[int, np.ndarray]:
-        width = predict(self.state, self.config.alphabet_cap, self._numerics)
+        st = self.state
+        width = predict(st.a, st.w, st.pi, st.counts[ACTIVE], self.config.alphabet_cap, self._numerics)
         return width, self.state.pi[:width]
 
     @property

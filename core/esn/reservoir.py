@@ -9,10 +9,9 @@ import math
 
 from ..jit import kernel
 from ..kernels.elementary import exp, log, tanh
-from ..kernels.forward import softmax_into
 from ..online.alphabet import unit_uniform
 from ..online.writing import writing_update
-from ..open_alphabet import code_length, join_readout
+from ..readout import code_length, join_readout, predict
 from .config import ACTIVE, RATE, SYMBOLS
 
 SOURCE_DRAWS = 1 << 40  # the uniforms that pick a unit's sources and weights are (seed, unit, SOURCE_DRAWS + k)
@@ -76,24 +75,12 @@ def spectral_radius(sources, weights, v, u):
 
 
 @kernel
-def predict(st, cap, numerics):
-    """st.pi = the readout's softmax over the active codes, the escape (code 0) left out once every symbol of
-    the alphabet has been seen; returns the width."""
-    width = st.counts[ACTIVE] + 1
-    first = 1 if st.counts[ACTIVE] == cap else 0
-    softmax_into(st.a, st.w[:, first:width], st.pi[first:width], numerics)
-    if first == 1:
-        st.pi[0] = 0.0
-    return width
-
-
-@kernel
 def learn_buffer(st, cap, seed, leak, input_scale, discount, prior, floor, numerics, symbols, bits):
     """Predict, score and learn each of ``symbols`` (bits[t]: its prequential code length), then read it."""
     N = st.sources.shape[0]
     for t in range(symbols.shape[0]):
         symbol = symbols[t]
-        width = predict(st, cap, numerics)
+        width = predict(st.a, st.w, st.pi, st.counts[ACTIVE], cap, numerics)
         first = 1 if st.counts[ACTIVE] == cap else 0
         code = st.code_of[symbol]
         bits[t] = code_length(st.pi, code, cap, st.counts[ACTIVE])

@@ -10,9 +10,8 @@ import math
 
 from ..jit import kernel
 from ..kernels.elementary import logistic, tanh
-from ..kernels.forward import softmax_into
 from ..online.alphabet import unit_uniform
-from ..open_alphabet import code_length, join_readout
+from ..readout import code_length, first_in_window, join_readout, predict, readout_step
 from .config import (ACTIVE, BELOW, CANDIDATE, DH, DPRE, ERR, FILLED, FORGET, INPUT, NORM, OUTPUT, SYMBOLS,
                      TANH_CELL, UPDATE)
 from .gru import gru_forward, gru_window_gradient
@@ -37,18 +36,6 @@ def draw_weights(seed, scale, forget_bias, w):
                 w[layer, UPDATE, j, 0] = -forget_bias
             else:
                 w[layer, FORGET, j, 0] = forget_bias
-
-
-@kernel
-def predict(st, cap, numerics):
-    """st.pi = the softmax over the active codes of v^T a, the escape (code 0) left out once every symbol of the
-    alphabet has been seen; returns the width."""
-    width = st.counts[ACTIVE] + 1
-    first = 1 if st.counts[ACTIVE] == cap else 0
-    softmax_into(st.a, st.v[:, first:width], st.pi[first:width], numerics)
-    if first == 1:
-        st.pi[0] = 0.0
-    return width
 
 
 @kernel
@@ -100,25 +87,6 @@ def forward(st, code):
     for layer in range(L):
         for j in range(N):
             st.a[1 + layer * N + j] = st.hs[s + 1, layer, j]
-
-
-@kernel
-def output_step(st, code, first, width, rate):
-    """The softmax layer's gradient step on the symbol just scored (``code``), and the error it sends into the h
-    of the window's last step: dh = v^T (e_code - pi), taken with v before its step."""
-    err = st.scratch[ERR]
-    for y in range(first, width):
-        err[y] = (1.0 if y == code else 0.0) - st.pi[y]
-    s = st.counts[FILLED] - 1  # the step whose outputs made the prediction (-1: the stream's first symbol)
-    for i in range(st.v.shape[0]):
-        row = st.v[i]
-        acc = 0.0
-        step = rate * st.a[i]
-        for y in range(first, width):
-            acc += row[y] * err[y]
-            row[y] += step * err[y]
-        if i > 0 and s >= 0:
-            st.dh[s, i - 1] = acc
 
 
 @kernel
@@ -177,15 +145,6 @@ def window_gradient(st):
 
 
 @kernel
-def _first_in_window(codes, s):
-    """Whether step s is the first of the window to read its code (each code's gradient row counted once)."""
-    for r in range(s):
-        if codes[r] == codes[s]:
-            return False
-    return True
-
-
-@kernel
 def apply_gradient(st, rate, clip):
     """w += rate * g and embed += rate * g over the window's gradient g, g rescaled to norm ``clip`` when longer
     (seed 001, Algorithm 2; clip = 0: never); the gradient is then cleared and its norm kept in reals[NORM]."""
@@ -198,7 +157,7 @@ def apply_gradient(st, rate, clip):
                 for k in range(K):
                     total += st.grad_w[layer, q, j, k] * st.grad_w[layer, q, j, k]
     for s in range(H):
-        if _first_in_window(st.codes, s):
+        if first_in_window(st.codes, s):
             code = st.codes[s]
             for layer in range(L):
                 for q in range(G):
@@ -216,7 +175,7 @@ def apply_gradient(st, rate, clip):
                     st.w[layer, q, j, k] += step * st.grad_w[layer, q, j, k]
                     st.grad_w[layer, q, j, k] = 0.0
     for s in range(H):
-        if _first_in_window(st.codes, s):
+        if first_in_window(st.codes, s):
             code = st.codes[s]
             for layer in range(L):
                 for q in range(G):
@@ -243,11 +202,11 @@ def learn_buffer(st, cap, seed, rate, clip, scale, numerics, symbols, bits):
     horizon = st.codes.shape[0]
     for t in range(symbols.shape[0]):
         symbol = symbols[t]
-        width = predict(st, cap, numerics)
+        width = predict(st.a, st.v, st.pi, st.counts[ACTIVE], cap, numerics)
         first = 1 if st.counts[ACTIVE] == cap else 0
         code = st.code_of[symbol]
         bits[t] = code_length(st.pi, code, cap, st.counts[ACTIVE])
-        output_step(st, code, first, width, rate)
+        readout_step(st.v, st.a, st.pi, st.scratch[ERR], st.dh, st.counts[FILLED] - 1, code, first, width, rate)
         gru = st.w.shape[1] == 3
         if st.counts[FILLED] == horizon:
             if gru:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..open_alphabet import OpenAlphabetLearner, SnapshotKind, validate_symbols
-from .cell import learn_buffer, predict
+from ..readout import predict
+from .cell import learn_buffer
 from .config import ACTIVE, NORM, SYMBOLS, LSTMConfig, state_shapes
 from .snapshot import MAGIC, VERSION, check
 from .state import LSTMState, new_state, numerics
@@ -41,7 +42,8 @@ class LSTMLearner(OpenAlphabetLearner):
         return bits
 
     def _distribution(self) -> tuple[int, np.ndarray]:
-        width = predict(self.state, self.config.alphabet_cap, self._numerics)
+        st = self.state
+        width = predict(st.a, st.v, st.pi, st.counts[ACTIVE], self.config.alphabet_cap, self._numerics)
         return width, self.state.pi[:width]
 
     @property

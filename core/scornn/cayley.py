@@ -1,6 +1,6 @@
 """The scoRNN learner's kernels: the scaled Cayley transform and its gradient (seed 002, eq. 2.54 and
 Theorem 2.5.3), one step forward, the window's back-propagation and update, and the per-symbol loop; the
-softmax readout's kernels are the LSTM's (``lstm/cell.py``: ``predict``, ``output_step``).
+softmax readout's kernels are shared (``readout.py``).
 
 Equations in the package docstring (``__init__.py``).
 """
@@ -10,10 +10,9 @@ from __future__ import annotations
 import math
 
 from ..jit import kernel
-from ..lstm.cell import _first_in_window, output_step, predict
 from ..online.alphabet import unit_uniform
-from ..open_alphabet import code_length, join_readout
-from .config import ACTIVE, FILLED, NORM, SYMBOLS
+from ..readout import code_length, first_in_window, join_readout, predict, readout_step
+from .config import ACTIVE, ERR, FILLED, NORM, SYMBOLS
 
 
 @kernel
@@ -145,12 +144,12 @@ def apply_gradient(st, rate, skew_rate):
         for k in range(N):
             total += st.grad_w[j, k] * st.grad_w[j, k]
     for s in range(H):
-        if _first_in_window(st.codes, s):
+        if first_in_window(st.codes, s):
             for j in range(N):
                 total += st.grad_embed[st.codes[s], j] * st.grad_embed[st.codes[s], j]
     st.reals[NORM] = math.sqrt(total)
     for s in range(H):
-        if _first_in_window(st.codes, s):
+        if first_in_window(st.codes, s):
             code = st.codes[s]
             for j in range(N):
                 st.embed[code, j] += rate * st.grad_embed[code, j]
@@ -177,11 +176,11 @@ def learn_buffer(st, cap, seed, rate, skew_rate, scale, numerics, symbols, bits)
     N = st.w.shape[0]
     for t in range(symbols.shape[0]):
         symbol = symbols[t]
-        width = predict(st, cap, numerics)
+        width = predict(st.a, st.v, st.pi, st.counts[ACTIVE], cap, numerics)
         first = 1 if st.counts[ACTIVE] == cap else 0
         code = st.code_of[symbol]
         bits[t] = code_length(st.pi, code, cap, st.counts[ACTIVE])
-        output_step(st, code, first, width, rate)
+        readout_step(st.v, st.a, st.pi, st.scratch[ERR], st.dh, st.counts[FILLED] - 1, code, first, width, rate)
         if st.counts[FILLED] == horizon:
             window_gradient(st)
             apply_gradient(st, rate, skew_rate)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..open_alphabet import OpenAlphabetLearner, SnapshotKind, validate_symbols
-from ..lstm.cell import predict
+from ..readout import predict
 from .cayley import learn_buffer
 from .config import ACTIVE, NORM, SYMBOLS, SCORNNConfig, state_shapes
 from .snapshot import MAGIC, VERSION, check
@@ -42,7 +42,8 @@ class SCORNNLearner(OpenAlphabetLearner):
         return bits
 
     def _distribution(self) -> tuple[int, np.ndarray]:
-        width = predict(self.state, self.config.alphabet_cap, self._numerics)
+        st = self.state
+        width = predict(st.a, st.v, st.pi, st.counts[ACTIVE], self.config.alphabet_cap, self._numerics)
         return width, self.state.pi[:width]
 
     @property
