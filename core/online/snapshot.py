@@ -14,10 +14,10 @@ import json
 import math
 import struct
 import zlib
-from dataclasses import asdict
 
 import numpy as np
 
+from ..arrays_snapshot import pack_parts
 from ..kernels.elementary import numerics_marker
 from .config import OnlineConfig
 from .context import (ABOVE, EMPTY, FIELD, FIELD_SLOTS, LINE_START, MATCH_LEN, MATCH_PTR,
@@ -58,29 +58,10 @@ def to_bytes(config: OnlineConfig, state: OnlineState) -> bytes:
 
 
 def snapshot_parts(config: OnlineConfig, state: OnlineState) -> list[memoryview]:
-    """The snapshot of :func:`to_bytes` as a list of buffers to be written in turn, in the same format.
-
-    On a little-endian machine the arrays are not copied: the buffers are
-    views of the state, valid while nothing learns.  The checksum and a
-    file's ``write`` of a large buffer run without the GIL, so a thread that
-    writes a snapshot of tens of megabytes does not stall the others (a
-    single ``bytes`` of it would be built, and copied again, with the GIL held).
-    """
-    arrays = {name: np.ascontiguousarray(getattr(state, name)) for name in OnlineState._fields}
-    meta = {
-        "config": asdict(config),
-        "arrays": [[name, arr.dtype.str, list(arr.shape)] for name, arr in arrays.items()],
-    }
-    header = json.dumps(meta, sort_keys=True).encode()
-    parts = [memoryview(_HEADER.pack(FORMAT_MAGIC, FORMAT_VERSION, len(header)) + header)]
-    for arr in arrays.values():
-        little = np.ascontiguousarray(arr.astype(arr.dtype.newbyteorder("<"), copy=False))
-        parts.append(memoryview(little.reshape(-1).view(np.uint8)))
-    crc = 0
-    for part in parts:
-        crc = zlib.crc32(part, crc)
-    parts.append(memoryview(struct.pack("<I", crc)))
-    return parts
+    """The snapshot of :func:`to_bytes` as a list of buffers to be written in turn, in the same format: the
+    layout every learner's snapshot has (``arrays_snapshot.pack_parts``, views of the state, valid while
+    nothing learns; a thread that writes tens of megabytes of it does not hold the GIL for the copy)."""
+    return pack_parts(FORMAT_MAGIC, FORMAT_VERSION, config, state)
 
 
 def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
