@@ -5,9 +5,11 @@ tuple of arrays with ``symbol_of``: the symbol of each internal code, code 0
 being the escape) and defines ``learn`` and ``_distribution()``: the active
 width and the next symbol's probabilities over codes 0..width-1.  The
 prediction methods here are every such learner's: seed 000's GLNN
-(``online.OnlineLearner``), CTW and the echo-state network.  The last two
-also take their snapshots from here (a :class:`SnapshotKind`); the GLNN has
-a format of its own (``online/snapshot.py``).
+(``online.OnlineLearner``), CTW, and those that predict with
+``readout.py``'s softmax (``readout.ReadoutLearner``: the echo-state
+network, the LSTM and GRU, the scoRNN).  All but the GLNN also take their
+snapshots from here (a :class:`SnapshotKind`, in ``arrays_snapshot.py``'s
+layout, which the GLNN's own format, ``online/snapshot.py``, shares).
 """
 
 from __future__ import annotations

@@ -9,9 +9,14 @@ of the alphabet has been seen it is left out of the softmax.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .jit import kernel
-from .kernels.elementary import log, log2
+from .kernels.elementary import log, log2, numerics_marker
 from .kernels.forward import softmax_into
+from .open_alphabet import OpenAlphabetLearner, validate_symbols
+
+ACTIVE = 1  # counts[ACTIVE]: the active codes, in the state of every learner below (their config.ACTIVE)
 
 
 @kernel
@@ -76,3 +81,31 @@ def first_in_window(codes, s):
         if codes[r] == codes[s]:
             return False
     return True
+
+
+class ReadoutLearner(OpenAlphabetLearner):
+    """An open-alphabet learner that predicts with this readout, the matrix ``readout_field`` of its state, and
+    seqd's own exp (the same bits on every machine): the echo-state network, the LSTM and GRU, the scoRNN.  A
+    subclass defines ``_learn_buffer(x, bits)``, its kernel's per-symbol loop over the checked symbols ``x``."""
+
+    readout_field = "v"
+
+    def __init__(self, config=None, *, _state=None):
+        super().__init__(config, _state=_state)
+        self._numerics = numerics_marker("ieee")
+
+    def _learn_buffer(self, x: np.ndarray, bits: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def learn(self, symbols) -> np.ndarray:
+        """Predict, score and learn each symbol in turn; returns each one's prequential code length in bits."""
+        x = validate_symbols(symbols, self.config.alphabet_cap)
+        bits = np.empty(len(x))
+        self._learn_buffer(x, bits)
+        return bits
+
+    def _distribution(self) -> tuple[int, np.ndarray]:
+        st = self.state
+        width = predict(st.a, getattr(st, self.readout_field), st.pi, st.counts[ACTIVE], self.config.alphabet_cap,
+                        self._numerics)
+        return width, st.pi[:width]

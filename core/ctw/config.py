@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..settings import integers
+
 MAX_STATE_BYTES = 1 << 31  # a configuration whose node pool would hold more is refused
 SYMBOLS, ACTIVE, NODES = range(3)  # positions in the state's ``counts`` array
 EMPTY = -1  # a free slot of the node hash table
@@ -28,10 +30,7 @@ class CTWConfig:
                 or not (math.isfinite(self.alpha) and 2.0 ** -20 <= self.alpha <= 16.0):
             raise ValueError(f"alpha must be a number in [2^-20, 16], got {self.alpha!r}")
         object.__setattr__(self, "alpha", float(self.alpha))
-        for name in ("alphabet_cap", "depth", "node_bits", "seed"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-                raise ValueError(f"{name} must be an integer, got {value!r}")
+        integers(self, "alphabet_cap", "depth", "node_bits", "seed")
         if not 1 <= self.alphabet_cap <= 65536:
             raise ValueError(f"alphabet_cap must be in [1, 65536], got {self.alphabet_cap}")
         if not 1 <= self.depth <= 64:

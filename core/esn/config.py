@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from ..settings import integers, numbers
 
 SYMBOLS, ACTIVE = range(2)  # positions in the state's ``counts`` array
 RATE = 0  # position in the state's ``reals`` array: the writing rate eta_w
@@ -31,16 +32,9 @@ class ESNConfig:
     writing_rate: float = 1.0
 
     def __post_init__(self):
-        for name in ("alphabet_cap", "units", "connections", "seed"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-                raise ValueError(f"{name} must be an integer, got {value!r}")
-        for name in ("spectral_radius", "leak", "input_scale", "writing_discount", "writing_prior",
-                     "writing_evidence_floor", "writing_rate"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
-            object.__setattr__(self, name, float(value))
+        integers(self, "alphabet_cap", "units", "connections", "seed")
+        numbers(self, "spectral_radius", "leak", "input_scale", "writing_discount", "writing_prior",
+                "writing_evidence_floor", "writing_rate")
         if not 1 <= self.alphabet_cap <= 65536:
             raise ValueError(f"alphabet_cap must be in [1, 65536], got {self.alphabet_cap}")
         if not 1 <= self.units <= MAX_UNITS:

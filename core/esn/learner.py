@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..open_alphabet import OpenAlphabetLearner, SnapshotKind, validate_symbols
-from ..readout import predict
+from ..open_alphabet import SnapshotKind
+from ..readout import ReadoutLearner
 from .config import ACTIVE, RATE, SYMBOLS, ESNConfig, state_shapes
 from .reservoir import learn_buffer
 from .snapshot import MAGIC, VERSION, check
-from .state import ESNState, new_state, numerics
+from .state import ESNState, new_state
 
 
-class ESNLearner(OpenAlphabetLearner):
+class ESNLearner(ReadoutLearner):
     """A leaky echo-state network whose readout learns one symbol stream online (``seqd.core.esn``).
 
         >>> learner = ESNLearner(ESNConfig(alphabet_cap=4, units=20, connections=4))
@@ -28,23 +28,12 @@ class ESNLearner(OpenAlphabetLearner):
     config: ESNConfig
     state: ESNState
 
-    def __init__(self, config: ESNConfig | None = None, *, _state: ESNState | None = None):
-        super().__init__(config, _state=_state)
-        self._numerics = numerics()
+    readout_field = "w"  # the readout is the writing layer's weights
 
-    def learn(self, symbols) -> np.ndarray:
-        """Predict, score and learn each symbol in turn; returns each one's prequential code length in bits."""
-        x = validate_symbols(symbols, self.config.alphabet_cap)
-        bits = np.empty(len(x))
+    def _learn_buffer(self, x: np.ndarray, bits: np.ndarray) -> None:
         c = self.config
         learn_buffer(self.state, c.alphabet_cap, c.seed, c.leak, c.input_scale, c.writing_discount, c.writing_prior,
                      c.writing_evidence_floor, self._numerics, x, bits)
-        return bits
-
-    def _distribution(self) -> tuple[int, np.ndarray]:
-        st = self.state
-        width = predict(st.a, st.w, st.pi, st.counts[ACTIVE], self.config.alphabet_cap, self._numerics)
-        return width, self.state.pi[:width]
 
     @property
     def stats(self) -> dict:

@@ -6,7 +6,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..kernels.elementary import numerics_marker
 from .config import RATE, ESNConfig, state_shapes
 from .reservoir import draw_reservoir, spectral_radius
 
@@ -43,7 +42,3 @@ def new_state(config: ESNConfig) -> ESNState:
         state.weights[...] *= config.spectral_radius / rho
     return state
 
-
-def numerics() -> np.ndarray:
-    """The learner's exp and tanh are seqd's own (``kernels/elementary.py``): the same bits on every machine."""
-    return numerics_marker("ieee")

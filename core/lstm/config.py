@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from ..settings import integers, numbers
 
 SYMBOLS, ACTIVE, FILLED = range(3)  # positions in the state's ``counts`` array: symbols seen, active codes,
 # forward steps taken in the current window
@@ -35,16 +36,8 @@ class LSTMConfig:
     seed: int = 0  # draws the weights
 
     def __post_init__(self):
-        for name in ("alphabet_cap", "cells", "layers", "horizon", "seed"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-                raise ValueError(f"{name} must be an integer, got {value!r}")
-            object.__setattr__(self, name, int(value))
-        for name in ("learning_rate", "clip", "init_scale", "forget_bias"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
-            object.__setattr__(self, name, float(value))
+        integers(self, "alphabet_cap", "cells", "layers", "horizon", "seed")
+        numbers(self, "learning_rate", "clip", "init_scale", "forget_bias")
         if self.cell not in GATES:
             raise ValueError(f"cell must be one of {', '.join(GATES)}, got {self.cell!r}")
         if not 1 <= self.alphabet_cap <= 65536:

@@ -6,7 +6,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..kernels.elementary import numerics_marker
 from .cell import draw_weights
 from .config import LSTMConfig, state_shapes
 
@@ -43,7 +42,3 @@ def new_state(config: LSTMConfig) -> LSTMState:
     draw_weights(config.seed, config.init_scale, config.forget_bias, state.w)
     return state
 
-
-def numerics() -> np.ndarray:
-    """The learner's exp and tanh are seqd's own (``kernels/elementary.py``): the same bits on every machine."""
-    return numerics_marker("ieee")

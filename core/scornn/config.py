@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from ..settings import integers, numbers
 
 SYMBOLS, ACTIVE, FILLED = range(3)  # positions in ``counts`` (as the LSTM's: the readout kernels are shared)
 NORM = 0  # position in ``reals``: the last window's gradient norm
@@ -30,16 +31,8 @@ class SCORNNConfig:
     def __post_init__(self):
         if self.negatives is None:
             object.__setattr__(self, "negatives", self.units // 2 if isinstance(self.units, int) else 0)
-        for name in ("alphabet_cap", "units", "negatives", "horizon", "seed"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-                raise ValueError(f"{name} must be an integer, got {value!r}")
-            object.__setattr__(self, name, int(value))
-        for name in ("learning_rate", "skew_rate", "init_scale"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
-            object.__setattr__(self, name, float(value))
+        integers(self, "alphabet_cap", "units", "negatives", "horizon", "seed")
+        numbers(self, "learning_rate", "skew_rate", "init_scale")
         if not 1 <= self.alphabet_cap <= 65536:
             raise ValueError(f"alphabet_cap must be in [1, 65536], got {self.alphabet_cap}")
         if not 1 <= self.units <= MAX_UNITS:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..open_alphabet import OpenAlphabetLearner, SnapshotKind, validate_symbols
-from ..readout import predict
+from ..open_alphabet import SnapshotKind
+from ..readout import ReadoutLearner
 from .cayley import learn_buffer
 from .config import ACTIVE, NORM, SYMBOLS, SCORNNConfig, state_shapes
 from .snapshot import MAGIC, VERSION, check
-from .state import SCORNNState, new_state, numerics
+from .state import SCORNNState, new_state
 
 
-class SCORNNLearner(OpenAlphabetLearner):
+class SCORNNLearner(ReadoutLearner):
     """A scoRNN (seed 002's scaled-Cayley orthogonal RNN) learning one symbol stream online (``seqd.core.scornn``).
 
         >>> learner = SCORNNLearner(SCORNNConfig(alphabet_cap=4, units=8, learning_rate=0.2))
@@ -28,23 +28,10 @@ class SCORNNLearner(OpenAlphabetLearner):
     config: SCORNNConfig
     state: SCORNNState
 
-    def __init__(self, config: SCORNNConfig | None = None, *, _state: SCORNNState | None = None):
-        super().__init__(config, _state=_state)
-        self._numerics = numerics()
-
-    def learn(self, symbols) -> np.ndarray:
-        """Predict, score and learn each symbol in turn; returns each one's prequential code length in bits."""
-        x = validate_symbols(symbols, self.config.alphabet_cap)
-        bits = np.empty(len(x))
+    def _learn_buffer(self, x: np.ndarray, bits: np.ndarray) -> None:
         c = self.config
         learn_buffer(self.state, c.alphabet_cap, c.seed, c.learning_rate, c.skew_rate, c.init_scale, self._numerics,
                      x, bits)
-        return bits
-
-    def _distribution(self) -> tuple[int, np.ndarray]:
-        st = self.state
-        width = predict(st.a, st.v, st.pi, st.counts[ACTIVE], self.config.alphabet_cap, self._numerics)
-        return width, self.state.pi[:width]
 
     @property
     def stats(self) -> dict:

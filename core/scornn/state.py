@@ -6,7 +6,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..kernels.elementary import numerics_marker
 from ..online.alphabet import unit_uniform
 from .cayley import cayley
 from .config import SCORNNConfig, state_shapes
@@ -59,7 +58,3 @@ def new_state(config: SCORNNConfig) -> SCORNNState:
     cayley(state.skew, state.signs, state.inverse, state.w)
     return state
 
-
-def numerics() -> np.ndarray:
-    """The learner's exp is seqd's own (``kernels/elementary.py``): the same bits on every machine."""
-    return numerics_marker("ieee")
