@@ -9,6 +9,7 @@ import sys
 from seqd.core.model import ACTIVATIONS
 from seqd.core.tasks import TASKS
 from seqd.core.training.experiment import ONLINE_MODELS, TRAINED_MODELS, Experiment, run
+from seqd.core.lstm.batch import METHODS as LSTM_METHODS
 from seqd.core.training.methods import METHODS
 
 
@@ -16,15 +17,17 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Draw a training and an independent validation sequence from a task's exact law, train with "
         "the batch algorithm of Ollivier (2015) Section 2 (or, for --model hmm, a hidden Markov model by EM, "
-        "the paper's sanity check), and report the validation regret in bits (true model minus trained model, "
+        "the paper's sanity check; for --model batch-lstm, the paper's LSTM baseline by plain gradient or DH + FB), "
+        "and report the validation regret in bits (true model minus trained model, "
         "Table 1). The online models (ctw, esn, lstm, gru, scornn: seqd eval's presets) instead stream the "
         "training sequence (--steps passes, one by default) and then the validation sequence, which they score as "
         "they learn, as the paper's CTW and bzip2 rows."
     )
     p.add_argument("--task", choices=TASKS, default="alphabet")
     p.add_argument("--model", choices=TRAINED_MODELS + ONLINE_MODELS, default="glnn")
-    p.add_argument("--method", choices=tuple(METHODS), default="rbpm", help="a network's training method (an HMM "
-                   "learns by EM)")
+    p.add_argument("--method", choices=tuple(METHODS) + tuple(m for m in LSTM_METHODS if m not in METHODS),
+                   help="a network's training method (default rbpm); batch-lstm's: plain or dhfb (default dhfb); "
+                   "an HMM learns by EM")
     p.add_argument("--units", type=int, help="number of units N, an HMM's states, an online model's units or cells "
                    "(default 16; an online model's: its preset's)")
     p.add_argument("--degree", type=int, help="incoming units per unit, self-loop included (default 3); an HMM's "
@@ -52,7 +55,8 @@ def _experiment(args) -> Experiment:
     if args.patience is not None and args.patience < 1:
         raise ValueError("--patience must be at least 1 checkpoint (leave it out to use the whole budget)")
     return Experiment(
-        task=args.task, model=args.model, method=args.method,
+        task=args.task, model=args.model,
+        method=args.method or ("dhfb" if args.model == "batch-lstm" else "rbpm"),
         units=args.units if args.units is not None else (0 if online else 16),
         degree=args.degree if args.degree is not None else (0 if args.model == "hmm" else 3),
         activation=args.activation, seed=args.seed, size=args.size, length=args.length,
@@ -75,6 +79,8 @@ def report(outcome) -> None:
     e = outcome.experiment
     if e.model == "hmm":
         what = f"HMM by EM, {e.units} states, degree {min(e.degree or outcome.alphabet_size, e.units)}"
+    elif e.model == "batch-lstm":
+        what = f"LSTM ({LSTM_METHODS.get(e.method, e.method).split(' (')[0]}) N={e.units} d={e.degree}"
     elif e.model in ONLINE_MODELS:
         what = f"online {e.model} (preset{f', {e.units} units' if e.units else ''}), {e.steps or 1} training pass(es)"
     else:

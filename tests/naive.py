@@ -1524,3 +1524,30 @@ def scornn_bits(x, cap, config):
         window.append([code, h, z, None])
         h = modrelu(z, b)
     return np.array(out)
+
+
+def batch_lstm_log_likelihood(inputs, w, W, R, P, x, chi):
+    """Seed 000's batch LSTM (``core/lstm/batch.py``, Graves's peephole cell on the models' sparse graph) as dense
+    matrices: each gate's slot weights scattered into an (N+1) x (N+1) matrix over a_t = (1, h_t).  Returns
+    (sum_t chi_t log pi_t(x_t) in nats, the predictions pi)."""
+    N1, A = w.shape
+    dense = np.zeros((4, N1, N1))
+    for q in range(4):
+        for j in range(1, N1):
+            for k, src in enumerate(inputs[j]):
+                dense[q, j, src] += W[q, j, k]
+    a, c = np.zeros(N1), np.zeros(N1)
+    a[0] = 1.0
+    total, pis = 0.0, np.zeros((len(x), A))
+    for t, y in enumerate(x):
+        pis[t] = softmax(a @ w)
+        total += chi[t] * np.log(pis[t, y])
+        pre = dense @ a + R[:, y, :]
+        i = _sigmoid(pre[0] + P[0] * c)
+        f = _sigmoid(pre[1] + P[1] * c)
+        g = np.tanh(pre[2])
+        c_next = f * c + i * g
+        o = _sigmoid(pre[3] + P[2] * c_next)
+        a = np.concatenate(([1.0], (o * np.tanh(c_next))[1:]))
+        c = np.concatenate(([0.0], c_next[1:]))
+    return total, pis

@@ -1,4 +1,5 @@
-"""Batch training of the GLNN family on one sequence: seed 000, Section 2.
+"""Batch training of the GLNN family on one sequence: seed 000, Section 2 (its learning-rate control,
+``RateControlled``, also trains the batch LSTM of ``lstm/batch.py``).
 
 The trainer alternates a step on the writing weights w and a step on the
 transition weights (tau, rho) together with the initial potentials V^0,
@@ -63,133 +64,26 @@ class _Buffers:
     pi: np.ndarray
 
 
-class BatchTrainer:
-    """Trains ``params`` in place of a copy on ``symbols`` (with mask ``predict_mask``)."""
+class RateControlled:
+    """Seed 000 §2's learning-rate control, for any batch trainer: alternate a writing step and a transition
+    step (w first), each tried at its own rate, kept only if the training log-likelihood does not go down.
 
-    def __init__(self, spec: ModelSpec, params: Params, symbols, predict_mask=None, config: TrainConfig = TrainConfig()):
-        self.spec = spec
-        self.config = config
-        self.method: Method = get_method(config.method, spec.model)
-        self.params = params.copy()
-        self.symbols = np.ascontiguousarray(symbols, dtype=np.int64)
-        T = len(self.symbols)
-        if T == 0:
-            raise ValueError("cannot train on an empty sequence")
-        if self.symbols.min() < 0 or self.symbols.max() >= spec.alphabet_size:
-            raise ValueError(f"symbols must be in [0, {spec.alphabet_size}), got range [{self.symbols.min()}, {self.symbols.max()}]")
-        chi = np.ones(T) if predict_mask is None else np.ascontiguousarray(predict_mask, dtype=np.float64)
-        if chi.shape != (T,):
-            raise ValueError(f"predict_mask must have shape ({T},), got {chi.shape}")
-        self.chi = chi
-        N, A, D = spec.units, spec.alphabet_size, spec.slots
-        S = A if spec.gated else 1
-        counts = np.bincount(self.symbols, minlength=A).astype(np.float64)
-        self.symbol_counts = counts
-        predicted = np.bincount(self.symbols, weights=chi, minlength=A)
-        if config.writing_damping is None:
-            self.writing_damping = predicted / max(chi.sum(), 1.0) + np.finfo(float).eps
-        else:
-            self.writing_damping = np.full(A, float(config.writing_damping))
-        rate = 1.0 / N if config.initial_rate is None else float(config.initial_rate)
-        self.rate_w = rate
-        self.rate_tau = rate
-        self._current = _Buffers(*allocate(T, N, A))
-        self._trial = _Buffers(*allocate(T, N, A))
-        self.loglik = self._forward(self.params, self._current)  # nats
-        if not np.isfinite(self.loglik):
-            raise ValueError("the initial parameters give a non-finite log-likelihood")
-        # work arrays
-        self._W = np.zeros((N + 1, A))
-        self._h0 = np.zeros((N + 1, A))
-        self._hd = np.zeros((N + 1, A))
-        self._dw = np.zeros((N + 1, A))
-        self._B = np.zeros((T + 1, N + 1))
-        self._m = np.zeros((T + 1, N + 1))
-        self._scratch = np.zeros((3, N + 1))
-        self._G = np.zeros((S, N + 1, D))
-        R = 0 if spec.gated else A  # input weights rho exist only in the RNN
-        self._G_rho = np.zeros((R, N + 1))
-        self._M = np.zeros((S, N + 1, D, D))
-        self._M_rho = np.zeros((R, N + 1))
-        self._dtau = np.zeros((S, N + 1, D))
-        self._drho = np.zeros((R, N + 1))
-        self._dv0 = np.zeros(N + 1)
-        self._chol = np.zeros((D, D))
-        self._rms = None
+    A subclass sets ``config`` (a ``TrainConfig``), ``params`` (with ``copy()`` and its arrays as attributes),
+    ``loglik`` (nats), ``rate_w``, ``rate_tau``, ``_current`` and ``_trial`` (forward buffers), calls
+    ``_start_history()``, and defines ``_forward(params, buffers)`` (the training log-likelihood in nats,
+    filling ``buffers``), ``_writing_direction()`` and ``_transition_direction()`` (each a dict from a
+    parameter's name to its direction at ``params``).
+    """
+
+    def _start_history(self):
         self.steps = 0
-        self.failed_blocks = 0
         self.history: list[StepRecord] = []
         self.train_seconds = 0.0
-
-    # -- evaluation --------------------------------------------------------
-    def _forward(self, params: Params, buf: _Buffers) -> float:
-        s = self.spec
-        return forward(network(s, params), self.symbols, self.chi, params.writing_weights, params.initial_potential,
-                       buf.V, buf.a, buf.pi)
 
     @property
     def log2_likelihood(self) -> float:
         """Training log-likelihood of eq. (16), in bits."""
         return self.loglik / LN2
-
-    # -- directions --------------------------------------------------------
-    def _writing_direction(self) -> dict[str, np.ndarray]:
-        for arr in (self._W, self._h0, self._hd):
-            arr.fill(0.0)
-        cur = self._current
-        accumulate_writing(self.symbols, self.chi, cur.a, cur.pi, self._W, self._h0, self._hd)
-        if self.method.writing == "qdh":
-            quasi_diagonal_step(self._W, self._h0, self._hd, self.writing_damping, self._dw)
-        else:
-            diagonal_step(self._W, self._hd, self.writing_damping, self._dw)
-        return {"writing_weights": self._dw}
-
-    def _transition_direction(self) -> dict[str, np.ndarray]:
-        s, p, cur, meth = self.spec, self.params, self._current, self.method
-        self._B[-1].fill(0.0)
-        self._m[-1].fill(0.0)
-        net = network(s, p)
-        back = Backprop(self._B, self._m)
-        backward(net, Scored(self.symbols, self.symbols, self.chi), p.writing_weights, cur.a, cur.pi, meth.modulus,
-                 back, self._scratch)
-        for arr in (self._G, self._G_rho, self._M, self._M_rho):
-            arr.fill(0.0)
-        accumulate_transition(net, self.symbols, cur.a, back, meth.quasi_diagonal,
-                              TransitionSums(self._G, self._G_rho, self._M, self._M_rho))
-        eps = self.config.metric_damping
-        B0 = self._B[0]
-        if meth.transition == "metric":
-            if meth.quasi_diagonal:
-                solve_quasi_diagonal(self._G, self._M, self._G_rho, self._M_rho, eps, self._dtau, self._drho)
-            else:
-                self.failed_blocks += solve_blocks(self._G, self._M, eps, self._dtau, self._chol)
-            self._dv0[:] = B0 / (self._m[0] + eps)  # eq. (29)
-        elif meth.transition == "fb":
-            # frequency-adjusted backpropagation: a symbol's parameters are divided by the number
-            # of terms in their gradient; the RNN's shared weights by the sequence length
-            counts = np.maximum(self.symbol_counts, 1.0)
-            if s.gated:
-                self._dtau[:] = self._G / counts[:, None, None]
-            else:
-                self._dtau[:] = self._G / len(self.symbols)
-                self._drho[:] = self._G_rho / counts[:, None]
-            self._dv0[:] = B0
-        else:  # rms
-            grads = (self._G, self._G_rho, B0)
-            if self._rms is None:
-                self._rms = [g * g for g in grads]
-            else:
-                d = self.config.rms_decay
-                for r, g in zip(self._rms, grads):
-                    r *= d
-                    r += (1.0 - d) * g * g
-            for out, g, r in zip((self._dtau, self._drho, self._dv0), grads, self._rms):
-                np.divide(g, np.sqrt(r) + 1e-12, out=out)
-        self._dv0[0] = 0.0
-        directions = {"transition_weights": self._dtau, "initial_potential": self._dv0}
-        if not s.gated:
-            directions["input_weights"] = self._drho
-        return directions
 
     # -- the accept / reject rule -------------------------------------------
     def _try(self, directions: dict[str, np.ndarray], rate: float) -> tuple[float, int, bool]:
@@ -253,6 +147,128 @@ class BatchTrainer:
         return self.history
 
 
+
+class BatchTrainer(RateControlled):
+    """Trains ``params`` in place of a copy on ``symbols`` (with mask ``predict_mask``)."""
+
+    def __init__(self, spec: ModelSpec, params: Params, symbols, predict_mask=None, config: TrainConfig = TrainConfig()):
+        self.spec = spec
+        self.config = config
+        self.method: Method = get_method(config.method, spec.model)
+        self.params = params.copy()
+        self.symbols = np.ascontiguousarray(symbols, dtype=np.int64)
+        T = len(self.symbols)
+        if T == 0:
+            raise ValueError("cannot train on an empty sequence")
+        if self.symbols.min() < 0 or self.symbols.max() >= spec.alphabet_size:
+            raise ValueError(f"symbols must be in [0, {spec.alphabet_size}), got range [{self.symbols.min()}, {self.symbols.max()}]")
+        chi = np.ones(T) if predict_mask is None else np.ascontiguousarray(predict_mask, dtype=np.float64)
+        if chi.shape != (T,):
+            raise ValueError(f"predict_mask must have shape ({T},), got {chi.shape}")
+        self.chi = chi
+        N, A, D = spec.units, spec.alphabet_size, spec.slots
+        S = A if spec.gated else 1
+        counts = np.bincount(self.symbols, minlength=A).astype(np.float64)
+        self.symbol_counts = counts
+        predicted = np.bincount(self.symbols, weights=chi, minlength=A)
+        if config.writing_damping is None:
+            self.writing_damping = predicted / max(chi.sum(), 1.0) + np.finfo(float).eps
+        else:
+            self.writing_damping = np.full(A, float(config.writing_damping))
+        rate = 1.0 / N if config.initial_rate is None else float(config.initial_rate)
+        self.rate_w = rate
+        self.rate_tau = rate
+        self._current = _Buffers(*allocate(T, N, A))
+        self._trial = _Buffers(*allocate(T, N, A))
+        self.loglik = self._forward(self.params, self._current)  # nats
+        if not np.isfinite(self.loglik):
+            raise ValueError("the initial parameters give a non-finite log-likelihood")
+        # work arrays
+        self._W = np.zeros((N + 1, A))
+        self._h0 = np.zeros((N + 1, A))
+        self._hd = np.zeros((N + 1, A))
+        self._dw = np.zeros((N + 1, A))
+        self._B = np.zeros((T + 1, N + 1))
+        self._m = np.zeros((T + 1, N + 1))
+        self._scratch = np.zeros((3, N + 1))
+        self._G = np.zeros((S, N + 1, D))
+        R = 0 if spec.gated else A  # input weights rho exist only in the RNN
+        self._G_rho = np.zeros((R, N + 1))
+        self._M = np.zeros((S, N + 1, D, D))
+        self._M_rho = np.zeros((R, N + 1))
+        self._dtau = np.zeros((S, N + 1, D))
+        self._drho = np.zeros((R, N + 1))
+        self._dv0 = np.zeros(N + 1)
+        self._chol = np.zeros((D, D))
+        self._rms = None
+        self.failed_blocks = 0
+        self._start_history()
+
+    # -- evaluation --------------------------------------------------------
+    def _forward(self, params: Params, buf: _Buffers) -> float:
+        s = self.spec
+        return forward(network(s, params), self.symbols, self.chi, params.writing_weights, params.initial_potential,
+                       buf.V, buf.a, buf.pi)
+
+    # -- directions --------------------------------------------------------
+    def _writing_direction(self) -> dict[str, np.ndarray]:
+        for arr in (self._W, self._h0, self._hd):
+            arr.fill(0.0)
+        cur = self._current
+        accumulate_writing(self.symbols, self.chi, cur.a, cur.pi, self._W, self._h0, self._hd)
+        if self.method.writing == "qdh":
+            quasi_diagonal_step(self._W, self._h0, self._hd, self.writing_damping, self._dw)
+        else:
+            diagonal_step(self._W, self._hd, self.writing_damping, self._dw)
+        return {"writing_weights": self._dw}
+
+    def _transition_direction(self) -> dict[str, np.ndarray]:
+        s, p, cur, meth = self.spec, self.params, self._current, self.method
+        self._B[-1].fill(0.0)
+        self._m[-1].fill(0.0)
+        net = network(s, p)
+        back = Backprop(self._B, self._m)
+        backward(net, Scored(self.symbols, self.symbols, self.chi), p.writing_weights, cur.a, cur.pi, meth.modulus,
+                 back, self._scratch)
+        for arr in (self._G, self._G_rho, self._M, self._M_rho):
+            arr.fill(0.0)
+        accumulate_transition(net, self.symbols, cur.a, back, meth.quasi_diagonal,
+                              TransitionSums(self._G, self._G_rho, self._M, self._M_rho))
+        eps = self.config.metric_damping
+        B0 = self._B[0]
+        if meth.transition == "metric":
+            if meth.quasi_diagonal:
+                solve_quasi_diagonal(self._G, self._M, self._G_rho, self._M_rho, eps, self._dtau, self._drho)
+            else:
+                self.failed_blocks += solve_blocks(self._G, self._M, eps, self._dtau, self._chol)
+            self._dv0[:] = B0 / (self._m[0] + eps)  # eq. (29)
+        elif meth.transition == "fb":
+            # frequency-adjusted backpropagation: a symbol's parameters are divided by the number
+            # of terms in their gradient; the RNN's shared weights by the sequence length
+            counts = np.maximum(self.symbol_counts, 1.0)
+            if s.gated:
+                self._dtau[:] = self._G / counts[:, None, None]
+            else:
+                self._dtau[:] = self._G / len(self.symbols)
+                self._drho[:] = self._G_rho / counts[:, None]
+            self._dv0[:] = B0
+        else:  # rms
+            grads = (self._G, self._G_rho, B0)
+            if self._rms is None:
+                self._rms = [g * g for g in grads]
+            else:
+                d = self.config.rms_decay
+                for r, g in zip(self._rms, grads):
+                    r *= d
+                    r += (1.0 - d) * g * g
+            for out, g, r in zip((self._dtau, self._drho, self._dv0), grads, self._rms):
+                np.divide(g, np.sqrt(r) + 1e-12, out=out)
+        self._dv0[0] = 0.0
+        directions = {"transition_weights": self._dtau, "initial_potential": self._dv0}
+        if not s.gated:
+            directions["input_weights"] = self._drho
+        return directions
+
 @dataclass
 class Evaluation:
     """A sequence scored by a trained network (seed 000 §4: regularised validation log-likelihood)."""
@@ -261,6 +277,14 @@ class Evaluation:
     true_log2_likelihood: float | None = None
     error_rate: float | None = None  # distant XOR: fraction of predicted positions with p(correct) <= 1/2
     log2_probs: np.ndarray = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, log2_probs: np.ndarray, chi: np.ndarray, true_log2_likelihood=None) -> "Evaluation":
+        """The evaluation of a sequence whose positions' log2-probabilities are ``log2_probs`` (weights ``chi``)."""
+        predicted = chi != 0.0
+        total = float(np.sum(chi[predicted] * log2_probs[predicted]))
+        error = float(np.mean(log2_probs[predicted] <= -1.0)) if predicted.any() else None
+        return cls(total, true_log2_likelihood, error, log2_probs)
 
     @property
     def regret(self) -> float | None:
@@ -283,7 +307,4 @@ def evaluate(spec: ModelSpec, params: Params, symbols, predict_mask=None, true_l
         regularized_log2_probs(x, pi, lp)
     else:
         lp = np.log2(pi[np.arange(len(x)), x])
-    predicted = chi != 0.0
-    total = float(np.sum(chi[predicted] * lp[predicted]))
-    error = float(np.mean(lp[predicted] <= -1.0)) if predicted.any() else None
-    return Evaluation(total, true_log2_likelihood, error, lp)
+    return Evaluation.of(lp, chi, true_log2_likelihood)

@@ -16,10 +16,12 @@ import numpy as np
 from .. import tasks
 from ..hmm import HMMTrainer, draw
 from ..hmm.trainer import log2_probs
+from ..lstm import batch as lstm_batch
 from ..model import ModelSpec, initialize, symbol_frequencies
 from .batch import BatchTrainer, Evaluation, TrainConfig, evaluate
 
-TRAINED_MODELS = ("glnn", "gnn", "rnn", "hmm")  # the networks (model.MODELS) and seed 000's HMM, trained by EM
+TRAINED_MODELS = ("glnn", "gnn", "rnn", "hmm", "batch-lstm")  # the networks (model.MODELS), seed 000's HMM trained
+# by EM, and its batch-trained LSTM (lstm/batch.py: methods "plain" and "dhfb")
 # seqd's online learners by their presets (core/learners.py): they stream the training sequence (``steps`` passes,
 # one by default) and then the validation sequence, which they score as they go on learning: the protocol of
 # seed 000's CTW and bzip2 rows
@@ -94,10 +96,16 @@ def _trainer(exp: Experiment, train: tasks.TaskSequence, config: TrainConfig | N
         trainer = HMMTrainer(draw(exp.units, degree, frequencies, rng), train.symbols)
 
         def score(tr, seq):
-            lp = log2_probs(tr.params, seq.symbols)
-            predicted = seq.predict_mask != 0.0
-            return Evaluation(float(np.sum(seq.predict_mask[predicted] * lp[predicted])), seq.true_log2_likelihood,
-                              float(np.mean(lp[predicted] <= -1.0)) if predicted.any() else None, lp)
+            return Evaluation.of(log2_probs(tr.params, seq.symbols), seq.predict_mask, seq.true_log2_likelihood)
+
+        return trainer, score
+    if exp.model == "batch-lstm":
+        nu, _ = symbol_frequencies(train.symbols, train.predict_mask, A)
+        params = lstm_batch.initialize(exp.units, exp.degree, nu, rng)
+        trainer = lstm_batch.LSTMTrainer(params, train.symbols, train.predict_mask, exp.method, config or TrainConfig())
+
+        def score(tr, seq):
+            return lstm_batch.evaluate(tr.params, seq.symbols, seq.predict_mask, seq.true_log2_likelihood)
 
         return trainer, score
     if exp.model not in TRAINED_MODELS:
