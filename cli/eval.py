@@ -32,7 +32,9 @@ def configure(p: argparse.ArgumentParser) -> None:
         "units and their mixer) or 'glnn' (seed 000's GLNN alone, OnlineConfig()), "
         "or the baselines 'ctw' (context-tree weighting, seed 000's sanity check), 'esn' (a leaky echo-state "
         "network, seed 001), 'lstm' and 'gru' (an LSTM, gated recurrent units: trained by truncated "
-        "back-propagation, seed 001) and 'scornn' (seed 002's orthogonal RNN), as a stream's in the daemon; each setting below changes the preset's."
+        "back-propagation, seed 001), 'scornn' (seed 002's orthogonal RNN) and 'enrnn' (seed 002's ENRNN: the scoRNN "
+        "with a short-term state of spectral radius 1), as a stream's in the daemon; each setting below changes the "
+        "preset's."
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--preset", choices=tuple(MODELS), default="bytes",
@@ -41,7 +43,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "--connections, --spectral-radius, --leak, --input-scale, --seed and the --writing-* settings) or lstm "
                         "(an LSTM: --cells, --layers, --horizon, --learning-rate, --clip, --init-scale, "
                         "--forget-bias, --seed) or gru (the same settings) or scornn (--units, --negatives, --horizon, "
-                        "--learning-rate, --skew-rate, --init-scale, --seed)")
+                        "--learning-rate, --skew-rate, --clip, --init-scale, --seed) or enrnn (scornn's and --short, "
+                        "--[no-]coupling, --margin)")
     defaults, glnn = OnlineConfig.bytes_default(), OnlineConfig()
     choices = {"model": ("glnn", "gnn"), "method": ("rbpm", "ruop", "qdrbpm", "qdruop"), "activation": ("tanh", "logistic"),
                "selected_step": SELECTED_STEPS}
@@ -78,7 +81,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                 others.setdefault(field.name, []).append((name, getattr(baseline, field.name)))
     for setting, having in others.items():
         defaults = ", ".join(f"{name} {value}" for name, value in having)
-        p.add_argument("--" + setting.replace("_", "-"), type=type(having[0][1]), default=argparse.SUPPRESS,
+        how = {"action": argparse.BooleanOptionalAction} if isinstance(having[0][1], bool) else {"type": type(having[0][1])}
+        p.add_argument("--" + setting.replace("_", "-"), **how, default=argparse.SUPPRESS,
                        help=f"{'/'.join(name for name, _ in having)} only; default {defaults}")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--curve", type=Path, metavar="FILE.png|.svg|.csv",

@@ -44,7 +44,9 @@ def pack_parts(magic: bytes, version: int, config, state) -> list[memoryview]:
 def unpack(data: bytes, magic: bytes, version: int, what: str, config_type, state_type, shapes):
     """(config, state) of a snapshot :func:`pack` wrote; ``shapes(config)`` gives each array's (shape, dtype).
 
-    ``what`` names the learner in the errors ("CTW snapshot is truncated")."""
+    ``what`` names the learner in the errors ("CTW snapshot is truncated").  A snapshot of an older format
+    (``version`` is the newest) may lack arrays that format did not have, if each is empty in its
+    configuration; they are restored empty."""
     data = memoryview(data).cast("B")  # not copied: each array is copied out of it once
     if len(data) < _HEADER.size + 4:
         raise ValueError(f"{what} snapshot is truncated")
@@ -62,7 +64,15 @@ def unpack(data: bytes, magic: bytes, version: int, what: str, config_type, stat
     except (ValueError, TypeError, KeyError) as exc:
         raise ValueError(f"{what} snapshot header is invalid: {exc}") from None
     expected = shapes(config)
-    if [name for name, _, _ in listed] != list(state_type._fields) or set(expected) != set(state_type._fields):
+    names = [name for name, _, _ in listed]
+    if got_version < version:  # arrays a later format added are empty in every configuration an older one wrote
+        absent = [name for name in state_type._fields if name not in names]
+        if names != [name for name in state_type._fields if name in names] \
+                or any(math.prod(expected.get(name, ((1,),))[0]) for name in absent):
+            raise ValueError(f"{what} snapshot does not hold the expected arrays")
+    elif names != list(state_type._fields):
+        raise ValueError(f"{what} snapshot does not hold the expected arrays")
+    if set(expected) != set(state_type._fields):
         raise ValueError(f"{what} snapshot does not hold the expected arrays")
     arrays, offset = {}, _HEADER.size + hlen
     for name, dtype, shape in listed:
@@ -75,4 +85,7 @@ def unpack(data: bytes, magic: bytes, version: int, what: str, config_type, stat
         offset += count * dtype.itemsize
     if offset != len(data) - 4:
         raise ValueError(f"{what} snapshot is truncated or followed by other bytes")
+    for name in state_type._fields:
+        if name not in arrays:
+            arrays[name] = np.zeros(*expected[name])
     return config, state_type(**arrays)

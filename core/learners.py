@@ -50,9 +50,10 @@ def _esn_work(c: ESNConfig) -> int:
 
 def _scornn_work(c: SCORNNConfig) -> int:
     """W h forward and back, the softmax's three passes, and per window the Cayley transform and the skew
-    gradient (some five n^3), shared by the window's symbols."""
-    n = c.units
-    return 3 * n * n + 3 * (n + 1) * (c.alphabet_cap + 1) + 5 * n ** 3 // c.horizon
+    gradient (some five q^3 for the q long-term units), and an ENRNN's eigenvalues and eigenvectors of T (some
+    twenty m^3: Hessenberg form, QR sweeps, two complex solves), shared by the window's symbols."""
+    n, m = c.units, c.short
+    return 3 * n * n + 3 * (n + 1) * (c.alphabet_cap + 1) + (5 * (n - m) ** 3 + 20 * m ** 3) // c.horizon
 
 
 def _lstm_work(c: LSTMConfig) -> int:
@@ -80,6 +81,10 @@ PRESETS: dict[str, tuple[str, Callable]] = {
     "lstm": ("lstm", LSTMConfig),  # an LSTM trained by truncated back-propagation (seed 001)
     "gru": ("lstm", functools.partial(LSTMConfig, cell="gru")),  # gated recurrent units, the same way
     "scornn": ("scornn", SCORNNConfig),  # seed 002's orthogonal RNN, W by the scaled Cayley transform
+    # seed 002's ENRNN (eq. 2.80, uncoupled): the scoRNN's 40 long-term units and 24 short-term ones, W^(S)
+    # normalised by its spectral radius, clipped (online its T diverges unclipped; 30 chosen on Apache's first
+    # 30 kB, docs/benchmarks.md)
+    "enrnn": ("scornn", functools.partial(SCORNNConfig, short=24, clip=30.0)),
 }
 
 

@@ -132,6 +132,7 @@ REGISTRY: list[Entry] = [
     Entry("preset-lstm", LSTMConfig, LSTMLearner),
     Entry("preset-gru", lambda: LSTMConfig(cell="gru"), LSTMLearner),
     Entry("preset-scornn", SCORNNConfig, SCORNNLearner),
+    Entry("preset-enrnn", lambda: SCORNNConfig(short=24, clip=30.0), SCORNNLearner),
     # seqd compress's levels whose models differ most from the default (seqd.core.container.LEVEL_MODELS)
     Entry("level-fast", lambda: level_config(1), random=False),
     Entry("level-max", lambda: level_config(9)),
@@ -149,6 +150,11 @@ REGISTRY: list[Entry] = [
     Entry("gru-cap16", lambda: LSTMConfig(alphabet_cap=16, cell="gru", cells=8, layers=2, horizon=7), LSTMLearner),
     # seed 002's scoRNN: W orthogonal through the scaled Cayley transform of a trained skew-symmetric A
     Entry("scornn-cap16", lambda: SCORNNConfig(alphabet_cap=16, units=8, negatives=3, horizon=6), SCORNNLearner),
+    # seed 002's ENRNN: a short-term state T / rho(T) beside the orthogonal one, coupled, and uncoupled with a margin
+    Entry("enrnn-cap16", lambda: SCORNNConfig(alphabet_cap=16, units=8, short=3, margin=0.1, clip=5.0,
+                                              learning_rate=0.2), SCORNNLearner),
+    Entry("enrnn-coupled", lambda: SCORNNConfig(alphabet_cap=16, units=9, short=4, coupling=True, clip=5.0),
+          SCORNNLearner),
 ]
 
 # the entries whose learner is the online GLNN (OnlineLearner), for the checks of its internals

@@ -1451,16 +1451,58 @@ def lstm_bits(x, cap, config):
 
 
 def scornn_start(config):
-    """A new scoRNN's A, D and W by the recipe (``seqd.core.scornn.state``), with NumPy's inverse."""
-    N = config.units
-    A = np.zeros((N, N))
-    for block in range(N // 2):
+    """A new scoRNN's A, D and W by the recipe (``seqd.core.scornn.state``), with NumPy's inverse; an ENRNN's
+    (``config.short`` > 0) W with its short-term T (eq. 2.97) and coupling, and T."""
+    N, m = config.units, config.short
+    q = N - m
+    A = np.zeros((q, q))
+    for block in range(q // 2):
         s = splitmix_uniform(config.seed, block, 1 << 40)
         A[2 * block, 2 * block + 1], A[2 * block + 1, 2 * block] = s, -s
-    d = np.ones(N)
+    d = np.ones(q)
     d[:config.negatives] = -1.0
-    return A, d, cayley(A, d)
+    W = np.zeros((N, N))
+    W[:q, :q] = cayley(A, d)
+    T = np.zeros((m, m))
+    for block in range(m // 2):
+        s = splitmix_uniform(config.seed, block, (1 << 40) + 1)  # t = 2 atan s
+        gamma = 2.0 * splitmix_uniform(config.seed, block, (1 << 40) + 2) - 1.0
+        t = 2.0 * math.atan(s)
+        T[2 * block:2 * block + 2, 2 * block:2 * block + 2] = gamma * np.array([[math.cos(t), -math.sin(t)],
+                                                                                [math.sin(t), math.cos(t)]])
+    if m % 2:
+        T[m - 1, m - 1] = 2.0 * splitmix_uniform(config.seed, m // 2, (1 << 40) + 2) - 1.0
+    W[q:, q:] = T
+    if m and config.coupling:
+        bound = math.sqrt(6.0 / N)
+        for i in range(q):
+            for j in range(m):
+                W[i, q + j] = bound * (2.0 * splitmix_uniform(config.seed, i, (1 << 41) + j) - 1.0)
+    return A, d, W, T
 
+
+def dominant_eigenpair(T):
+    """lambda = alpha + i beta (beta >= 0) of largest modulus, and its right and left eigenvectors u, w
+    (T u = lambda u, T^T w = lambda w), by NumPy's eig."""
+    values, right = np.linalg.eig(T)
+    k = max(range(len(values)), key=lambda i: (round(abs(values[i]), 12), values[i].imag))
+    lam = complex(values[k].real, abs(values[k].imag))
+    if values[k].imag < 0:
+        right = right.conj()
+    left_values, left = np.linalg.eig(T.T)
+    kk = int(np.argmin(np.abs(left_values - lam)))
+    return lam, right[:, k], left[:, kk]
+
+
+def eigenvalue_normalized_gradient(T, G, margin):
+    """dL/dT of L with gradient G in W = T / (rho(T) + margin) (seed 002, Proposition 2.7.1, eq. 2.95, with the
+    inner 1/rho that makes it exact for any margin)."""
+    lam, u, w = dominant_eigenpair(T)
+    rho = abs(lam)
+    S = np.outer(w, u) / (w @ u)
+    C = lam.real * S.real + lam.imag * S.imag
+    W = T / (rho + margin)
+    return (G - np.sum(G * W) / rho * C) / (rho + margin)
 
 def cayley(A, d):
     """W = (I + A)^{-1} (I - A) D (seed 002, eq. 2.54)."""
@@ -1475,10 +1517,14 @@ def modrelu(z, b):
 
 def scornn_bits(x, cap, config):
     """Per-symbol code lengths of the online scoRNN learner, in NumPy: the LSTM's protocol (:func:`lstm_bits`) with
-    eqs. 2.58-2.59's step, the window's gradient by back-propagation as matrices, b kept <= 0, and A stepped
-    along Theorem 2.5.3's V^T - V."""
-    N, H, rate = config.units, config.horizon, config.learning_rate
-    A, d, W = scornn_start(config)
+    eqs. 2.58-2.59's step, the window's gradient by back-propagation as matrices, b kept <= 0, A stepped
+    along Theorem 2.5.3's V^T - V, the window's steps scaled down to a gradient of norm ``clip`` (seed 001,
+    Algorithm 2); an ENRNN's coupling stepped along its gradient and T along eq. 2.95's (or its own before
+    rho(T) first exceeds 1), W's short-term block T / (rho + margin) from then on (seed 002 §2.7)."""
+    N, H, rate, m = config.units, config.horizon, config.learning_rate, config.short
+    q = N - m
+    A, d, W, T = scornn_start(config)
+    normalized = False
     U, b, v = np.zeros((cap + 1, N)), np.zeros(N), np.zeros((N + 1, cap + 1))
     h = np.zeros(N)
     codes, out, window = {}, [], []  # window: [code, h_prev, z, dh]
@@ -1506,13 +1552,27 @@ def scornn_bits(x, cap, config):
                 gU[c] = gU.get(c, 0.0) + dz
                 gW += np.outer(dz, h_prev)
                 carry = W.T @ dz
+            parameters = np.ones((N, N), dtype=bool)
+            parameters[q:, :q] = False
+            parameters[:q, q:] = config.coupling
+            norm = math.sqrt(np.sum(gW[parameters] ** 2) + np.sum(gb ** 2) + sum(np.sum(g ** 2) for g in gU.values()))
+            scale = config.clip / norm if 0 < config.clip < norm else 1.0
+            step, skew_step = rate * scale, config.skew_rate * scale
             for c, g in gU.items():
-                U[c] += rate * g
-            b = np.minimum(b + rate * gb, 0.0)  # kept <= 0
+                U[c] += step * g
+            b = np.minimum(b + step * gb, 0.0)  # kept <= 0
             if config.skew_rate > 0:
-                V = np.linalg.inv(np.eye(N) + A).T @ gW @ (np.diag(d) + W.T)
-                A = A + config.skew_rate * (V.T - V)
-                W = cayley(A, d)
+                V = np.linalg.inv(np.eye(q) + A).T @ gW[:q, :q] @ (np.diag(d) + W[:q, :q].T)
+                A = A + skew_step * (V.T - V)
+                W[:q, :q] = cayley(A, d)
+            if m:
+                if config.coupling:
+                    W[:q, q:] += step * gW[:q, q:]
+                G = gW[q:, q:]
+                T = T + step * (eigenvalue_normalized_gradient(T, G, config.margin) if normalized else G)
+                rho = abs(dominant_eigenpair(T)[0])
+                normalized = normalized or rho > 1.0
+                W[q:, q:] = T / (rho + config.margin) if normalized else T
             window = []
         if code == 0:
             n = len(codes)

@@ -66,7 +66,140 @@ def test_w_stays_orthogonal_and_a_skew_symmetric_while_it_learns():
 
 @pytest.mark.parametrize("settings, message", [
     (dict(units=0), "units must be in"), (dict(negatives=9, units=8), "negatives must be in"),
-    (dict(skew_rate=-1.0), "skew_rate in"), (dict(horizon=0), "horizon must be in")])
+    (dict(skew_rate=-1.0), "skew_rate in"), (dict(horizon=0), "horizon must be in"),
+    (dict(units=8, short=8, clip=1.0), "short must be in"), (dict(units=8, short=2), "> 0 for an ENRNN"),
+    (dict(units=8, short=4, negatives=5, clip=1.0), "negatives must be in"), (dict(clip=-1.0), "clip must be"),
+    (dict(units=8, short=2, clip=1.0, margin=2.0), "margin must be"),
+    (dict(units=8, short=2, clip=1.0, coupling=1), "coupling must be")])
 def test_a_bad_setting_is_a_clear_error(settings, message):
     with pytest.raises(ValueError, match=message):
         SCORNNConfig(**settings)
+
+
+# -- the ENRNN (SCORNNConfig(short=m)): seed 002 §2.7 --------------------------------------------------------
+
+
+def _matrices(rng, m, kind):
+    if kind == "gaussian":
+        return rng.normal(size=(m, m))
+    if kind == "symmetric":
+        M = rng.normal(size=(m, m))
+        return M + M.T
+    T = np.zeros((m, m))  # eq. 2.97's rotation blocks, perturbed: complex pairs of nearby moduli
+    for block in range(m // 2):
+        t, gamma = rng.uniform(0, np.pi / 2), rng.uniform(-1, 1)
+        T[2 * block:2 * block + 2, 2 * block:2 * block + 2] = gamma * np.array([[np.cos(t), -np.sin(t)],
+                                                                                [np.sin(t), np.cos(t)]])
+    if m % 2:
+        T[-1, -1] = rng.uniform(-1, 1)
+    return T + 0.05 * rng.normal(size=(m, m))
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "symmetric", "rotations"])
+def test_the_eigenvalues_and_the_dominant_eigenvectors_are_numpys(kind):
+    from seqd.core.scornn.eigen import dominant, eigenvalues, eigenvector, hessenberg
+
+    rng = np.random.default_rng(5)
+    for m in [1, 2, 3, 4, 7, 12, 24, 31]:
+        T = _matrices(rng, m, kind)
+        h, values = T.copy(), np.empty(m, complex)
+        hessenberg(h, np.empty(m))
+        assert not np.tril(h, -2).any()
+        assert eigenvalues(h, values) == 0
+        reference = np.linalg.eigvals(T)
+        scale = max(1.0, np.abs(reference).max())
+        for value in values:  # each computed eigenvalue is one of NumPy's, and the multisets agree
+            assert np.abs(reference - value).min() < 1e-10 * scale
+        np.testing.assert_allclose(np.sort_complex(values), np.sort_complex(reference), atol=1e-9 * scale)
+        lam = values[dominant(values)]
+        assert abs(lam) == pytest.approx(np.abs(reference).max(), rel=1e-12) and lam.imag >= 0.0
+        u, w, work = np.empty(m, complex), np.empty(m, complex), np.empty((m, m + 1), complex)
+        eigenvector(T, False, lam, work, u)
+        eigenvector(T, True, lam, work, w)
+        assert np.linalg.norm(T @ u - lam * u) < 1e-10 * scale and np.linalg.norm(u) == pytest.approx(1.0)
+        assert np.linalg.norm(T.T @ w - lam * w) < 1e-10 * scale
+
+
+@pytest.mark.parametrize("margin", [0.0, 0.1])
+def test_the_normalised_gradient_is_the_finite_difference(margin):
+    """Proposition 2.7.1: for L(W) = sum G * W with W = T / (rho(T) + margin), dL/dT by eq. 2.95 (exact in the
+    margin), against central differences through NumPy's eigenvalues, and against NumPy's eigenvectors."""
+    from seqd.core.scornn.enrnn import normalized_gradient
+
+    rng = np.random.default_rng(6)
+    for m in [2, 3, 5, 8]:
+        T, G = rng.normal(size=(m, m)), rng.normal(size=(m, m))
+        rho = np.abs(np.linalg.eigvals(T)).max()
+        lam = naive.dominant_eigenpair(T)[0]
+        out = np.empty((m, m))
+        normalized_gradient(T, G, T / (rho + margin), lam.real, lam.imag, margin, np.empty((m, m + 1), complex),
+                            np.empty((2, m), complex), out)
+        np.testing.assert_allclose(out, naive.eigenvalue_normalized_gradient(T, G, margin), rtol=1e-9, atol=1e-12)
+
+        def loss(t):
+            return np.sum(G * t / (np.abs(np.linalg.eigvals(t)).max() + margin))
+
+        eps = 1e-6
+        for i in range(m):
+            for j in range(m):
+                step = np.zeros((m, m))
+                step[i, j] = eps
+                assert out[i, j] == pytest.approx((loss(T + step) - loss(T - step)) / (2 * eps), rel=1e-6, abs=1e-8)
+
+
+@pytest.mark.parametrize("settings", [dict(short=3, coupling=True, clip=5.0), dict(short=4, clip=2.0, margin=0.1),
+                                      dict(short=3, clip=20.0, learning_rate=0.3, horizon=3)],
+                         ids=["coupled", "uncoupled-margin", "normalised"])
+def test_enrnn_code_lengths_are_the_numpy_reference(settings):
+    """The whole ENRNN learner against NumPy (eigenpairs by LAPACK there): its coupling and T steps, the
+    normalisation switching on, the clipping."""
+    config = SCORNNConfig(alphabet_cap=5, units=8, **settings)
+    rng = np.random.default_rng(7)
+    x = np.resize(rng.permutation(5), 300)
+    noisy = rng.random(300) < 0.2
+    x[noisy] = rng.integers(0, 5, noisy.sum())
+    learner = SCORNNLearner(config)
+    np.testing.assert_allclose(learner.learn(x), naive.scornn_bits(x, 5, config), rtol=1e-7, atol=1e-9)
+    if settings.get("learning_rate") == 0.3:
+        assert learner.state.spectrum[0] == 1.0  # the run reached the normalised regime
+
+
+def test_enrnn_keeps_its_blocks_and_its_short_term_spectral_radius():
+    config = SCORNNConfig(alphabet_cap=16, units=12, short=5, coupling=True, clip=5.0, learning_rate=0.1, horizon=3,
+                          margin=0.05)
+    learner = SCORNNLearner(config)
+    bits = learner.learn(np.resize(np.random.default_rng(8).integers(0, 16, 37), 3000))  # a 37-symbol phrase
+    assert bits[-200:].mean() < 0.05
+    st, q = learner.state, 7
+    assert not st.w[q:, :q].any()
+    np.testing.assert_allclose(st.w[:q, :q] @ st.w[:q, :q].T, np.eye(q), atol=1e-12)
+    assert st.spectrum[0] == 1.0
+    rho = np.abs(np.linalg.eigvals(st.short_t)).max()
+    assert np.abs(np.linalg.eigvals(st.w[q:, q:])).max() == pytest.approx(rho / (rho + 0.05), rel=1e-9)
+
+
+def test_a_scornn_snapshot_of_the_first_format_restores():
+    """Format 1 had neither the ENRNN's arrays nor its settings: restored, they are empty and the defaults."""
+    import collections
+    import dataclasses
+
+    from seqd.core import arrays_snapshot
+    from seqd.core.scornn.snapshot import MAGIC
+
+    config = SCORNNConfig(alphabet_cap=6, units=4, horizon=3)
+    learner = SCORNNLearner(config)
+    learner.learn([0, 1, 2, 3, 4] * 20)
+    old_fields = [f for f in learner.state._fields if f not in ("short_t", "spectrum", "hess", "eig", "vectors")]
+    Old = collections.namedtuple("Old", old_fields)
+    OldConfig = dataclasses.make_dataclass("OldConfig", [(f.name, f.type, f.default) for f in dataclasses.fields(config)
+                                                         if f.name not in ("short", "coupling", "margin", "clip")])
+    old = arrays_snapshot.pack(MAGIC, 1, OldConfig(**{f.name: getattr(config, f.name)
+                                                     for f in dataclasses.fields(OldConfig)}),
+                               Old(*(getattr(learner.state, f) for f in old_fields)))
+    restored = SCORNNLearner.from_bytes(old)
+    assert restored.config == config
+    np.testing.assert_array_equal(learner.learn([1, 2, 3] * 5), restored.learn([1, 2, 3] * 5))
+    truncated = Old(*(getattr(learner.state, f) for f in old_fields))._replace(zs=learner.state.zs[:0])
+    with pytest.raises(ValueError):
+        SCORNNLearner.from_bytes(arrays_snapshot.pack(MAGIC, 1, OldConfig(**{f.name: getattr(config, f.name)
+                                                      for f in dataclasses.fields(OldConfig)}), truncated))

@@ -13,11 +13,13 @@ from ..jit import kernel
 from ..online.alphabet import unit_uniform
 from ..readout import code_length, first_in_window, join_readout, predict, readout_step
 from .config import ACTIVE, ERR, FILLED, NORM, SYMBOLS
+from .enrnn import short_step
 
 
 @kernel
 def cayley(skew, signs, inverse, w):
-    """w = (I + A)^{-1} (I - A) D (eq. 2.54), and (I + A)^{-1} kept in inverse[:, N:] for the gradient: Gauss-Jordan
+    """w = (I + A)^{-1} (I - A) D (eq. 2.54; into w's first N rows and columns, N = A's size), and (I + A)^{-1}
+    kept in inverse[:, N:] for the gradient: Gauss-Jordan
     elimination with partial pivoting on [I + A | I] (I + A is invertible: A's eigenvalues are imaginary)."""
     N = skew.shape[0]
     for i in range(N):
@@ -133,21 +135,29 @@ def window_gradient(st):
 
 
 @kernel
-def apply_gradient(st, rate, skew_rate):
-    """U += rate g_U, b += rate g_b (then at most 0), A += skew_rate (V^T - V) and W from the new A (eq. 2.54: W
-    stays orthogonal to rounding); the gradient is cleared, its norm in W, U and b kept in reals[NORM]."""
+def apply_gradient(st, rate, skew_rate, clip, coupling, margin):
+    """U += rate g_U, b += rate g_b (then at most 0), A += skew_rate (V^T - V) and W's first Q rows and columns
+    from the new A (eq. 2.54: orthogonal to rounding); an ENRNN's short-term blocks then (``enrnn.short_step``);
+    both rates scaled by clip / |g| when the gradient's norm |g| exceeds ``clip`` > 0 (seed 001, Algorithm 2);
+    the gradient is cleared, its norm in W, U and b kept in reals[NORM]."""
     N = st.w.shape[0]
+    Q = st.skew.shape[0]
     H = st.counts[FILLED]
     total = 0.0
     for j in range(N):
         total += st.grad_bias[j] * st.grad_bias[j]
         for k in range(N):
-            total += st.grad_w[j, k] * st.grad_w[j, k]
+            if (j < Q and (k < Q or coupling)) or (j >= Q and k >= Q):  # W's parameters: not its zero blocks
+                total += st.grad_w[j, k] * st.grad_w[j, k]
     for s in range(H):
         if first_in_window(st.codes, s):
             for j in range(N):
                 total += st.grad_embed[st.codes[s], j] * st.grad_embed[st.codes[s], j]
-    st.reals[NORM] = math.sqrt(total)
+    norm = math.sqrt(total)
+    st.reals[NORM] = norm
+    if clip > 0.0 and norm > clip:
+        rate = rate * (clip / norm)
+        skew_rate = skew_rate * (clip / norm)
     for s in range(H):
         if first_in_window(st.codes, s):
             code = st.codes[s]
@@ -158,18 +168,20 @@ def apply_gradient(st, rate, skew_rate):
         st.bias[j] = min(st.bias[j] + rate * st.grad_bias[j], 0.0)
         st.grad_bias[j] = 0.0
     if skew_rate > 0.0:
-        skew_gradient(st.grad_w, st.inverse, st.w, st.signs, st.work)
-        for i in range(N):
-            for j in range(N):
+        skew_gradient(st.grad_w[:Q, :Q], st.inverse, st.w[:Q, :Q], st.signs, st.work)
+        for i in range(Q):
+            for j in range(Q):
                 st.skew[i, j] += skew_rate * st.work[1, i, j]
         cayley(st.skew, st.signs, st.inverse, st.w)
+    if Q < N:
+        short_step(st, rate, coupling, margin)
     for j in range(N):
         for k in range(N):
             st.grad_w[j, k] = 0.0
 
 
 @kernel
-def learn_buffer(st, cap, seed, rate, skew_rate, scale, numerics, symbols, bits):
+def learn_buffer(st, cap, seed, rate, skew_rate, clip, coupling, margin, scale, numerics, symbols, bits):
     """Predict, score and learn each of ``symbols`` (bits[t]: its prequential code length), then read it; every
     ``horizon`` symbols, the window's gradient step."""
     horizon = st.codes.shape[0]
@@ -183,7 +195,7 @@ def learn_buffer(st, cap, seed, rate, skew_rate, scale, numerics, symbols, bits)
         readout_step(st.v, st.a, st.pi, st.scratch[ERR], st.dh, st.counts[FILLED] - 1, code, first, width, rate)
         if st.counts[FILLED] == horizon:
             window_gradient(st)
-            apply_gradient(st, rate, skew_rate)
+            apply_gradient(st, rate, skew_rate, clip, coupling, margin)
             for j in range(N):
                 st.hs[0, j] = st.hs[horizon, j]
             st.counts[FILLED] = 0

@@ -30,8 +30,8 @@ class SCORNNLearner(ReadoutLearner):
 
     def _learn_buffer(self, x: np.ndarray, bits: np.ndarray) -> None:
         c = self.config
-        learn_buffer(self.state, c.alphabet_cap, c.seed, c.learning_rate, c.skew_rate, c.init_scale, self._numerics,
-                     x, bits)
+        learn_buffer(self.state, c.alphabet_cap, c.seed, c.learning_rate, c.skew_rate, c.clip, c.coupling, c.margin,
+                     c.init_scale, self._numerics, x, bits)
 
     @property
     def stats(self) -> dict:

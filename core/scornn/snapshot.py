@@ -6,16 +6,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..open_alphabet import codes_are_consistent
-from .config import ACTIVE, FILLED, SYMBOLS, SCORNNConfig
+from .config import ACTIVE, FILLED, NORMALIZED, SYMBOLS, SCORNNConfig
 from .state import SCORNNState
 
 MAGIC = b"SEQDSCOR"
-VERSION = 1
+VERSION = 2  # 2: the ENRNN's arrays (short_t, spectrum, hess, eig, vectors), empty in a scoRNN; 1 lacks them
 
 
 def check(config: SCORNNConfig, state: SCORNNState) -> None:
-    """Every index a kernel follows stays inside its array, every number is finite, A is skew-symmetric and D's
-    entries are signs."""
+    """Every index a kernel follows stays inside its array, every number is finite, A is skew-symmetric, D's
+    entries are signs, and an ENRNN's W has its zero block (and its coupling only if it has one)."""
     c = state.counts
     active, filled = int(c[ACTIVE]), int(c[FILLED])
     if c[SYMBOLS] < 0 or not 0 <= filled <= config.horizon \
@@ -23,8 +23,12 @@ def check(config: SCORNNConfig, state: SCORNNState) -> None:
             or np.any((state.codes[:filled] < 1) | (state.codes[:filled] > active)):
         raise ValueError("scoRNN snapshot holds an index outside its arrays")
     for name in ("skew", "w", "embed", "bias", "v", "a", "hs", "zs", "dh", "grad_w", "grad_embed", "grad_bias",
-                 "inverse", "reals"):
+                 "inverse", "reals", "short_t", "spectrum", "hess", "eig", "vectors"):
         if not np.all(np.isfinite(getattr(state, name))):
             raise ValueError(f"scoRNN snapshot holds a non-finite value in {name!r}")
     if not np.array_equal(state.skew, -state.skew.T) or not np.all(np.abs(state.signs) == 1.0):
         raise ValueError("scoRNN snapshot holds an A that is not skew-symmetric, or a D that is not signs")
+    q = config.units - config.short
+    if state.w[q:, :q].any() or (config.short and state.spectrum[NORMALIZED] not in (0.0, 1.0)) \
+            or (not config.coupling and state.w[:q, q:].any()):
+        raise ValueError("ENRNN snapshot holds a W that is not block upper triangular, or a bad normalisation flag")

@@ -25,7 +25,7 @@ TRAINED_MODELS = ("glnn", "gnn", "rnn", "hmm", "batch-lstm")  # the networks (mo
 # seqd's online learners by their presets (core/learners.py): they stream the training sequence (``steps`` passes,
 # one by default) and then the validation sequence, which they score as they go on learning: the protocol of
 # seed 000's CTW and bzip2 rows
-ONLINE_MODELS = ("ctw", "esn", "lstm", "gru", "scornn")
+ONLINE_MODELS = ("ctw", "esn", "lstm", "gru", "scornn", "enrnn")
 
 
 @dataclass(frozen=True)
