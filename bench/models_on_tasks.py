@@ -33,7 +33,8 @@ from seqd.core.lstm import LSTMConfig  # noqa: E402
 from seqd.core.scornn import SCORNNConfig  # noqa: E402
 
 # (label, configuration over a cap of 256, to be narrowed to the task's alphabet)
-LEARNERS = [(f"`{name}`", PRESETS[name][1]()) for name in ("glnn", "ctw", "esn", "lstm", "gru", "scornn")] + [
+LEARNERS = [(f"`{name}`", PRESETS[name][1]()) for name in ("glnn", "ctw", "esn", "lstm", "gru", "scornn",
+                                                                                 "enrnn")] + [
     ("LSTM, window 128", LSTMConfig(horizon=128)),
     ("GRU, window 128", LSTMConfig(cell="gru", horizon=128)),
     ("scoRNN, window 128", SCORNNConfig(horizon=128)),
@@ -65,7 +66,10 @@ def _model(config) -> str:
 
 
 def table(args) -> str:
-    names = [label for label, _ in LEARNERS]
+    chosen = [(label, config) for label, config in LEARNERS if not args.only or any(o in label for o in args.only)]
+    if not chosen:
+        raise SystemExit(f"--only matches none of: {', '.join(label for label, _ in LEARNERS)}")
+    names = [label for label, _ in chosen]
     lines = ["| task | validation symbols | true model (bits) | " + " | ".join(names) + " |",
              "|---|---:|---:|" + "---:|" * len(names)]
     for key in args.tasks:
@@ -73,7 +77,7 @@ def table(args) -> str:
         train = tasks.generate(task, np.random.default_rng([0, 0]), size, **opts)
         valid = tasks.generate(task, np.random.default_rng([0, 1]), 5000 if task == "xor" else None, **opts)
         cells = []
-        for name, config in LEARNERS:
+        for name, config in chosen:
             r, error, seconds = regret(config, train, valid)
             cells.append(f"{r:,.1f}" + ("" if error is None else f" ({100 * error:.1f}%)"))
             print(f"{label} {name}: regret {r:.1f}" + ("" if error is None else f", error {100 * error:.1f}%")
@@ -89,10 +93,12 @@ def table(args) -> str:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tasks", nargs="+", default=list(RUNS), choices=list(RUNS))
+    p.add_argument("--only", nargs="+", metavar="TEXT", help="only the learners whose label holds one of these")
+    p.add_argument("--section", default="models_on_tasks", help="the docs/benchmarks.md section to write")
     p.add_argument("--no-write", action="store_true", help="print the table without touching docs/benchmarks.md")
     args = p.parse_args()
     text = f"Command: `{command_line('models_on_tasks.py')}`  \nMachine: {machine()}\n\n{table(args)}\n"
-    report("models_on_tasks", text, not args.no_write)
+    report(args.section, text, not args.no_write)
     return 0
 
 

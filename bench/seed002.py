@@ -41,6 +41,9 @@ LEARNERS = {  # name: a learner over an alphabet of A symbols
     "LSTM, 90 cells, window 250": lambda A: LSTMLearner(LSTMConfig(alphabet_cap=A, horizon=250)),
     "GRU, 90 cells, window 250": lambda A: LSTMLearner(LSTMConfig(alphabet_cap=A, cell="gru", horizon=250)),
     "scoRNN, 128 units, window 250": lambda A: SCORNNLearner(SCORNNConfig(alphabet_cap=A, units=128, horizon=250)),
+    # the enrnn preset's proportions (3/8 of the units short-term, clipped at 30), at the scoRNN's size
+    "ENRNN, 80 + 48 units, window 250": lambda A: SCORNNLearner(SCORNNConfig(alphabet_cap=A, units=128, short=48,
+                                                                             clip=30.0, horizon=250)),
 }
 
 
@@ -54,12 +57,15 @@ def regret_per_instance(make, task: str, length: int, train_size: int, seed: int
 
 
 def table(args) -> str:
+    chosen = {name: make for name, make in LEARNERS.items() if not args.only or any(o in name for o in args.only)}
+    if not chosen:
+        raise SystemExit(f"--only matches none of: {', '.join(LEARNERS)}")
     lines = ["| problem | T | training instances | baseline (bits / instance) | "
-             + " | ".join(LEARNERS) + " |", "|---|---:|---:|---:|" + "---:|" * len(LEARNERS)]
+             + " | ".join(chosen) + " |", "|---|---:|---:|---:|" + "---:|" * len(chosen)]
     for task in ("copying", "adding"):
         for length in args.lengths:
             cells = []
-            for name, make in LEARNERS.items():
+            for name, make in chosen.items():
                 cells.append(regret_per_instance(make, task, length, args.train))
                 print(f"{task} T={length} {name}: {cells[-1]:.2f} bits per instance", flush=True)
             lines.append(f"| {task} | {length} | {args.train:,} | {BASELINE[task]:.2f} | "
@@ -74,10 +80,12 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--lengths", type=int, nargs="+", default=[10, 50, 200], help="the T values (default 10 50 200)")
     p.add_argument("--train", type=int, default=2000, help="training instances (default 2000)")
+    p.add_argument("--only", nargs="+", metavar="TEXT", help="only the learners whose name holds one of these")
+    p.add_argument("--section", default="seed002_online", help="the docs/benchmarks.md section to write")
     p.add_argument("--no-write", action="store_true", help="print the table without touching docs/benchmarks.md")
     args = p.parse_args()
     text = f"Command: `{command_line('seed002.py')}`  \nMachine: {machine()}\n\n{table(args)}\n"
-    report("seed002_online", text, not args.no_write)
+    report(args.section, text, not args.no_write)
     return 0
 
 

@@ -8,6 +8,7 @@ import sys
 
 from seqd.core.model import ACTIVATIONS
 from seqd.core.tasks import TASKS
+from seqd.core.training.batch import TrainConfig
 from seqd.core.training.experiment import ONLINE_MODELS, TRAINED_MODELS, Experiment, run
 from seqd.core.lstm.batch import METHODS as LSTM_METHODS
 from seqd.core.training.methods import METHODS
@@ -33,6 +34,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--degree", type=int, help="incoming units per unit, self-loop included (default 3); an HMM's "
                    "edges per state, its loop included (default: the alphabet's size, as seed 000)")
     p.add_argument("--activation", choices=ACTIVATIONS, default="tanh")
+    p.add_argument("--clip", type=float, default=0.0, help="a network's or batch LSTM's step direction longer than "
+                   "this is rescaled to it (gradient clipping, seed 001 Algorithm 2; default 0: off)")
     budget = p.add_argument_group("budget (at least one)")
     budget.add_argument("--seconds", type=float, help="CPU seconds of training")
     budget.add_argument("--steps", type=int, help="number of gradient steps (w and tau alternate); EM steps; an online "
@@ -105,12 +108,18 @@ def report(outcome) -> None:
 
 def _train(args) -> int:
     exp = _experiment(args)
+    config = None
+    if args.clip:
+        if exp.model == "hmm" or exp.model in ONLINE_MODELS:
+            raise ValueError("--clip is a setting of the batch-trained networks (glnn, gnn, rnn, batch-lstm); an online "
+                             "model's clip is its preset's (seqd eval --clip), an HMM learns by EM")
+        config = TrainConfig(method=exp.method, clip=args.clip)
     if args.json:
-        outcome = run(exp)
+        outcome = run(exp, config)
         json.dump(outcome.to_dict(), sys.stdout, indent=1)
         print()
     else:
         print("CPU time, step, training cost, validation regret:")
-        outcome = run(exp, progress=print_point)
+        outcome = run(exp, config, progress=print_point)
         report(outcome)
     return 0

@@ -37,6 +37,17 @@ def test_train_errors_are_one_line(capsys):
     assert "qdrbpm" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["train", "--task", "nope"])
+    assert main(["train", "--model", "hmm", "--size", "5", "--steps", "1", "--clip", "1"]) == 1
+    assert "--clip is a setting of the batch-trained networks" in capsys.readouterr().err
+    assert main(["train", "--model", "batch-lstm", "--method", "rbpm", "--size", "5", "--steps", "1"]) == 1
+    assert "method must be one of plain, dhfb" in capsys.readouterr().err
+
+
+def test_train_the_batch_lstm_clipped(capsys):
+    assert main(["train", "--task", "anbn", "--model", "batch-lstm", "--size", "3", "--units", "4", "--steps", "4",
+                 "--evaluations", "2", "--clip", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "anbn: LSTM (diagonal Hessian for w" in out and "N=4 d=3" in out
 
 
 def _app_log(tmp_path):

@@ -110,3 +110,27 @@ def test_the_evaluation_is_the_regularised_reference():
     assert ev.regret == pytest.approx(-10.0 - ev.log2_likelihood)
     with pytest.raises(ValueError, match="method"):
         batch.LSTMTrainer(p, x, config=TrainConfig(), method="qdrbpm")
+
+
+def test_clipping_bounds_every_step_of_both_batch_trainers():
+    """Seed 001, Algorithm 2 in the rate-controlled trainers: a kept step moves the parameters by at most
+    rate x clip (Euclidean norm over the step's parameters)."""
+    from seqd.core.model import ModelSpec, initialize, symbol_frequencies
+    from seqd.core.training.batch import BatchTrainer
+
+    x = np.tile([0, 1, 2, 1], 40)
+    config = TrainConfig(initial_rate=1.0, rate_growth=1.0, clip=1e-3)
+    p = batch.initialize(4, 2, np.bincount(x) / len(x), np.random.default_rng(3))
+    spec = ModelSpec("glnn", 4, 2, "tanh", 3)
+    q = initialize(spec, *symbol_frequencies(x, None, 3), np.random.default_rng(3))
+    for trainer, parts in ((batch.LSTMTrainer(p, x, method="plain", config=config), PARTS),
+                           (BatchTrainer(spec, q, x, config=TrainConfig(method="dhfb", initial_rate=1.0,
+                                                                        rate_growth=1.0, clip=1e-3)),
+                            ("writing_weights", "transition_weights", "initial_potential"))):
+        for _ in range(6):
+            before = trainer.params.copy()
+            record = trainer._step("w" if trainer.steps % 2 == 0 else "tau")
+            moved = np.sqrt(sum(np.sum((getattr(trainer.params, n) - getattr(before, n)) ** 2) for n in parts))
+            assert record.accepted and 0.0 < moved <= 1e-3 * (1 + 1e-12)
+    with pytest.raises(ValueError, match="clip must be"):
+        TrainConfig(clip=-1.0)

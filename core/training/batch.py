@@ -44,6 +44,11 @@ class TrainConfig:
     rate_shrink: float = 0.5
     max_retries: int = 60  # retries before a step is given up (eta then shrinks by 2^-61)
     rms_decay: float = 0.9  # running mean of squared gradients for the "rms" method
+    clip: float = 0.0  # seed 001, Algorithm 2: a step direction longer than this is rescaled to it; 0: off
+
+    def __post_init__(self):
+        if not self.clip >= 0.0:
+            raise ValueError(f"clip must be >= 0 (0: no clipping), got {self.clip}")
 
 
 @dataclass
@@ -90,6 +95,10 @@ class RateControlled:
         cfg = self.config
         if not all(np.all(np.isfinite(d)) for d in directions.values()):
             return rate * cfg.rate_shrink, 0, False  # a non-finite direction: no rate can help
+        if cfg.clip > 0.0:  # seed 001, Algorithm 2, on the whole step (w's, or every transition parameter's)
+            norm = float(np.sqrt(sum(float(np.sum(d * d)) for d in directions.values())))
+            if norm > cfg.clip:
+                directions = {name: d * (cfg.clip / norm) for name, d in directions.items()}
         for retry in range(cfg.max_retries + 1):
             trial = self.params.copy()
             for name, direction in directions.items():
