@@ -41,9 +41,9 @@ LEARNERS = {  # name: a learner over an alphabet of A symbols
     "LSTM, 90 cells, window 250": lambda A: LSTMLearner(LSTMConfig(alphabet_cap=A, horizon=250)),
     "GRU, 90 cells, window 250": lambda A: LSTMLearner(LSTMConfig(alphabet_cap=A, cell="gru", horizon=250)),
     "scoRNN, 128 units, window 250": lambda A: SCORNNLearner(SCORNNConfig(alphabet_cap=A, units=128, horizon=250)),
-    # the enrnn preset's proportions (3/8 of the units short-term, clipped at 30), at the scoRNN's size
+    # the enrnn preset's proportions (3/8 of the units short-term, clipped at 30, margin 0.1), at the scoRNN's size
     "ENRNN, 80 + 48 units, window 250": lambda A: SCORNNLearner(SCORNNConfig(alphabet_cap=A, units=128, short=48,
-                                                                             clip=30.0, horizon=250)),
+                                                                             clip=30.0, margin=0.1, horizon=250)),
 }
 
 

@@ -26,9 +26,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--task", choices=TASKS, default="alphabet")
     p.add_argument("--model", choices=TRAINED_MODELS + ONLINE_MODELS, default="glnn")
-    p.add_argument("--method", choices=tuple(METHODS) + tuple(m for m in LSTM_METHODS if m not in METHODS),
-                   help="a network's training method (default rbpm); batch-lstm's: plain or dhfb (default dhfb); "
-                   "an HMM learns by EM")
+    p.add_argument("--method", choices=tuple(METHODS) + ("hf",) + tuple(m for m in LSTM_METHODS if m not in METHODS),
+                   help="a network's training method (default rbpm; hf: Hessian-free optimisation with structural "
+                   "damping, Martens and Sutskever 2011); batch-lstm's: plain or dhfb (default dhfb); an HMM learns "
+                   "by EM")
     p.add_argument("--units", type=int, help="number of units N, an HMM's states, an online model's units or cells "
                    "(default 16; an online model's: its preset's)")
     p.add_argument("--degree", type=int, help="incoming units per unit, self-loop included (default 3); an HMM's "
@@ -101,6 +102,9 @@ def report(outcome) -> None:
           f"({outcome.stopped_at_seconds:.0f} s); best checkpoint {outcome.best_validation_regret:.1f}")
     if outcome.rate_w is None:  # EM
         print(f"  {outcome.steps} EM steps in {outcome.train_seconds:.1f} CPU s")
+    elif e.method == "hf":
+        print(f"  damping: lambda {outcome.rate_w:.3g}, structural mu lambda {outcome.rate_tau:.3g}; {outcome.steps} "
+              f"Hessian-free steps in {outcome.train_seconds:.1f} CPU s")
     else:
         print(f"  learning rates: eta_w {outcome.rate_w:.3g}, eta_tau {outcome.rate_tau:.3g}; {outcome.steps} steps "
               f"in {outcome.train_seconds:.1f} CPU s")
@@ -110,9 +114,10 @@ def _train(args) -> int:
     exp = _experiment(args)
     config = None
     if args.clip:
-        if exp.model == "hmm" or exp.model in ONLINE_MODELS:
-            raise ValueError("--clip is a setting of the batch-trained networks (glnn, gnn, rnn, batch-lstm); an online "
-                             "model's clip is its preset's (seqd eval --clip), an HMM learns by EM")
+        if exp.model == "hmm" or exp.model in ONLINE_MODELS or exp.method == "hf":
+            raise ValueError("--clip is a setting of the gradient-trained batch networks (glnn, gnn, rnn, batch-lstm); "
+                             "an online model's clip is its preset's (seqd eval --clip), an HMM learns by EM, "
+                             "Hessian-free steps are damped instead")
         config = TrainConfig(method=exp.method, clip=args.clip)
     if args.json:
         outcome = run(exp, config)

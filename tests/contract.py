@@ -132,7 +132,7 @@ REGISTRY: list[Entry] = [
     Entry("preset-lstm", LSTMConfig, LSTMLearner),
     Entry("preset-gru", lambda: LSTMConfig(cell="gru"), LSTMLearner),
     Entry("preset-scornn", SCORNNConfig, SCORNNLearner),
-    Entry("preset-enrnn", lambda: SCORNNConfig(short=24, clip=30.0), SCORNNLearner),
+    Entry("preset-enrnn", lambda: SCORNNConfig(short=24, clip=30.0, margin=0.1), SCORNNLearner),
     # seqd compress's levels whose models differ most from the default (seqd.core.container.LEVEL_MODELS)
     Entry("level-fast", lambda: level_config(1), random=False),
     Entry("level-max", lambda: level_config(9)),

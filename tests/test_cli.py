@@ -38,9 +38,18 @@ def test_train_errors_are_one_line(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--task", "nope"])
     assert main(["train", "--model", "hmm", "--size", "5", "--steps", "1", "--clip", "1"]) == 1
-    assert "--clip is a setting of the batch-trained networks" in capsys.readouterr().err
+    assert "--clip is a setting of the gradient-trained batch networks" in capsys.readouterr().err
+    assert main(["train", "--model", "rnn", "--method", "hf", "--size", "5", "--steps", "1", "--clip", "1"]) == 1
+    assert "Hessian-free steps are damped instead" in capsys.readouterr().err
     assert main(["train", "--model", "batch-lstm", "--method", "rbpm", "--size", "5", "--steps", "1"]) == 1
     assert "method must be one of plain, dhfb" in capsys.readouterr().err
+
+
+def test_train_hessian_free(capsys):
+    assert main(["train", "--task", "xor", "--length", "6", "--size", "30", "--model", "rnn", "--method", "hf",
+                 "--units", "4", "--degree", "4", "--steps", "3", "--evaluations", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "xor: RNN hf N=4" in out and "Hessian-free steps" in out and "damping: lambda" in out
 
 
 def test_train_the_batch_lstm_clipped(capsys):

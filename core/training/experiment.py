@@ -19,6 +19,7 @@ from ..hmm.trainer import log2_probs
 from ..lstm import batch as lstm_batch
 from ..model import ModelSpec, initialize, symbol_frequencies
 from .batch import BatchTrainer, Evaluation, TrainConfig, evaluate
+from .hessian_free import HessianFreeTrainer
 
 TRAINED_MODELS = ("glnn", "gnn", "rnn", "hmm", "batch-lstm")  # the networks (model.MODELS), seed 000's HMM trained
 # by EM, and its batch-trained LSTM (lstm/batch.py: methods "plain" and "dhfb")
@@ -34,7 +35,7 @@ class Experiment:
 
     task: str = "alphabet"
     model: str = "glnn"  # one of TRAINED_MODELS
-    method: str = "rbpm"  # the networks' training method (an HMM's is EM)
+    method: str = "rbpm"  # the networks' training method (training.methods, or "hf": Hessian-free); an HMM's is EM
     units: int = 16  # units of a network, states of an HMM
     degree: int = 3  # incoming units per unit; an HMM's edges per state (0: the alphabet's size, seed 000's)
     activation: str = "tanh"
@@ -113,6 +114,13 @@ def _trainer(exp: Experiment, train: tasks.TaskSequence, config: TrainConfig | N
     spec = ModelSpec(exp.model, exp.units, exp.degree, exp.activation, A)
     nu, nu_tilde = symbol_frequencies(train.symbols, train.predict_mask, A)
     params = initialize(spec, nu, nu_tilde, rng)
+    if exp.method == "hf":  # [MS11]'s Hessian-free optimisation, seed 000's distant-XOR comparator
+        trainer = HessianFreeTrainer(spec, params, train.symbols, train.predict_mask)
+
+        def score(tr, seq):
+            return evaluate(spec, tr.params, seq.symbols, seq.predict_mask, seq.true_log2_likelihood)
+
+        return trainer, score
     config = config or TrainConfig()
     if config.method != exp.method:
         config = TrainConfig(**{**asdict(config), "method": exp.method})
