@@ -14,7 +14,8 @@ products with G and S take one forward pass in direction v (the R operator: ``r_
 back-propagation (``gn_backward``); the system is solved approximately by conjugate gradients, started
 from 0.95 times the previous step, stopped by Martens's relative-progress rule, and the best of its
 iterates on the true loss is taken (CG backtracking); lambda follows the Levenberg-Marquardt rule
-(eqs. 2.19-2.20) and a step that does not lower f is shortened (0.8^k) or refused.
+(eqs. 2.19-2.20, the reduction ratio taken against the damped quadratic CG minimised) and a step that
+does not lower f is shortened (0.8^k) or refused.
 
 The gradient is over the whole training sequence; the curvature products over a contiguous slice of it
 (``curvature_fraction``, the next slice at each step, its first state taken from the full pass), as
@@ -274,8 +275,8 @@ class HessianFreeTrainer:
             rr = rr_new
             values.append(0.5 * float(g @ x) - 0.5 * float(x @ r))
             self.cg_iterations += 1
-            if i >= keep_at:
-                kept.append(x.copy())
+            if i >= keep_at:  # x is a new array at every iteration: kept by reference
+                kept.append(x)
                 keep_at = max(keep_at * 1.3, i + 1)
             k = max(10, i // 10)
             if i > k and values[-1] < 0.0 and (values[-1] - values[-1 - k]) / values[-1] < k * cfg.progress:
