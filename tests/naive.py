@@ -1520,7 +1520,8 @@ def scornn_bits(x, cap, config):
     eqs. 2.58-2.59's step, the window's gradient by back-propagation as matrices, b kept <= 0, A stepped
     along Theorem 2.5.3's V^T - V, the window's steps scaled down to a gradient of norm ``clip`` (seed 001,
     Algorithm 2); an ENRNN's coupling stepped along its gradient and T along eq. 2.95's (or its own before
-    rho(T) first exceeds 1), W's short-term block T / (rho + margin) from then on (seed 002 §2.7)."""
+    rho(T) first exceeds 1, or where lambda is nearly multiple), that step clipped on its own, W's short-term
+    block T / (rho + margin) from then on (seed 002 §2.7)."""
     N, H, rate, m = config.units, config.horizon, config.learning_rate, config.short
     q = N - m
     A, d, W, T = scornn_start(config)
@@ -1569,7 +1570,13 @@ def scornn_bits(x, cap, config):
                 if config.coupling:
                     W[:q, q:] += step * gW[:q, q:]
                 G = gW[q:, q:]
-                T = T + step * (eigenvalue_normalized_gradient(T, G, config.margin) if normalized else G)
+                direction = eigenvalue_normalized_gradient(T, G, config.margin) if normalized else G
+                if normalized:
+                    lam, u, w = dominant_eigenpair(T)
+                    if abs(w @ u) / (np.linalg.norm(w) * np.linalg.norm(u)) < 1e-8:  # lambda (nearly) multiple
+                        direction = G
+                size = np.linalg.norm(direction)
+                T = T + step * (config.clip / size if size > config.clip else 1.0) * direction  # clipped alone
                 rho = abs(dominant_eigenpair(T)[0])
                 normalized = normalized or rho > 1.0
                 W[q:, q:] = T / (rho + config.margin) if normalized else T

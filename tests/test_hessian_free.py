@@ -73,7 +73,7 @@ def test_the_curvature_product_is_the_gauss_newton_and_structural_matrices(model
     S = np.einsum("tik,til->kl", Ja, Ja)
     lam, mu = 0.7, 0.5
     v = np.random.default_rng(1).normal(size=n_params)
-    want = (G @ v + mu * lam * S @ v) / trainer.scored + lam * v
+    want = (G @ v + mu * lam * S @ v) / trainer.scored + lam * v  # (the slice is the whole sequence here)
     np.testing.assert_allclose(trainer.curvature(v, lam), want, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(trainer.curvature(v, 0.0), G @ v / trainer.scored, rtol=1e-5, atol=1e-7)
 

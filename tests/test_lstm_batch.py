@@ -87,6 +87,13 @@ def test_bad_input_is_refused():
         batch.LSTMTrainer(p, x, chi[:-1])
     with pytest.raises(ValueError, match="degree"):
         batch.initialize(3, 4, np.full(2, 0.5), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="positive frequency"):
+        batch.initialize(3, 2, np.array([1.0, 0.0]), np.random.default_rng(0))
+    for call in (batch.log_likelihood, batch.gradient, batch.evaluate):  # what a kernel would index with
+        with pytest.raises(ValueError, match="symbols must be in"):
+            call(p, np.array([0, -1]))
+        with pytest.raises(ValueError, match="predict_mask"):
+            call(p, x, chi[:3])
 
 
 def test_the_experiment_protocol_trains_the_batch_lstm():

@@ -97,7 +97,7 @@ def _matrices(rng, m, kind):
 
 @pytest.mark.parametrize("kind", ["gaussian", "symmetric", "rotations"])
 def test_the_eigenvalues_and_the_dominant_eigenvectors_are_numpys(kind):
-    from seqd.core.scornn.eigen import dominant, eigenvalues, eigenvector, hessenberg
+    from seqd.core.scornn.eigen import dominant, eigenvalues, eigenvector, hessenberg, scale_of
 
     rng = np.random.default_rng(5)
     for m in [1, 2, 3, 4, 7, 12, 24, 31]:
@@ -114,10 +114,39 @@ def test_the_eigenvalues_and_the_dominant_eigenvectors_are_numpys(kind):
         lam = values[dominant(values)]
         assert abs(lam) == pytest.approx(np.abs(reference).max(), rel=1e-12) and lam.imag >= 0.0
         u, w, work = np.empty(m, complex), np.empty(m, complex), np.empty((m, m + 1), complex)
-        eigenvector(T, False, lam, work, u)
-        eigenvector(T, True, lam, work, w)
+        assert eigenvector(T, False, lam, scale_of(T), work, u) and eigenvector(T, True, lam, scale_of(T), work, w)
         assert np.linalg.norm(T @ u - lam * u) < 1e-10 * scale and np.linalg.norm(u) == pytest.approx(1.0)
         assert np.linalg.norm(T.T @ w - lam * w) < 1e-10 * scale
+
+
+@pytest.mark.parametrize("magnitude", [1e-200, 1e-80, 1e80, 1e200])
+def test_the_spectrum_of_a_matrix_of_any_magnitude(magnitude):
+    """T scaled by a power of two before the QR iteration: its squares neither overflow nor underflow."""
+    from seqd.core.scornn.eigen import scale_of
+    from seqd.core.scornn.enrnn import normalized_gradient, spectrum_of
+
+    rng = np.random.default_rng(9)
+    T0 = rng.normal(size=(6, 6))
+    T = T0 * magnitude
+    alpha, beta, rho = spectrum_of(T, np.empty((7, 6)), np.empty(6, complex))
+    assert rho == pytest.approx(np.abs(np.linalg.eigvals(T0)).max() * magnitude, rel=1e-12)
+    assert scale_of(T) >= np.abs(T).max() > scale_of(T) / 2
+    out, G = np.empty((6, 6)), rng.normal(size=(6, 6))
+    assert normalized_gradient(T, G, T / rho, alpha, beta, 0.0, np.empty((6, 7), complex), np.empty((2, 6), complex),
+                               out)
+    np.testing.assert_allclose(out * magnitude, naive.eigenvalue_normalized_gradient(T0, G, 0.0), rtol=1e-8)
+    assert spectrum_of(np.full((3, 3), np.inf), np.empty((4, 3)), np.empty(3, complex))[2] == -1.0
+
+
+def test_a_multiple_dominant_eigenvalue_falls_back_to_the_plain_step():
+    from seqd.core.scornn.enrnn import normalized_gradient
+
+    T = np.array([[1.2, 1.0], [1e-20, 1.2]])  # nearly a Jordan block: eigenvalues 1.2 +- 1e-10, v* u ~ 1e-10
+    lam = naive.dominant_eigenpair(T)[0]
+    assert not normalized_gradient(T, np.ones((2, 2)), T / abs(lam), lam.real, lam.imag, 0.0,
+                                   np.empty((2, 3), complex), np.empty((2, 2), complex), np.empty((2, 2)))
+    assert not normalized_gradient(np.zeros((2, 2)), np.ones((2, 2)), np.zeros((2, 2)), 0.0, 0.0, 0.0,
+                                   np.empty((2, 3), complex), np.empty((2, 2), complex), np.empty((2, 2)))
 
 
 @pytest.mark.parametrize("margin", [0.0, 0.1])
@@ -189,7 +218,7 @@ def test_a_scornn_snapshot_of_the_first_format_restores():
     config = SCORNNConfig(alphabet_cap=6, units=4, horizon=3)
     learner = SCORNNLearner(config)
     learner.learn([0, 1, 2, 3, 4] * 20)
-    old_fields = [f for f in learner.state._fields if f not in ("short_t", "spectrum", "hess", "eig", "vectors")]
+    old_fields = [f for f in learner.state._fields if f not in ("short_t", "step_t", "spectrum", "hess", "eig", "vectors")]
     Old = collections.namedtuple("Old", old_fields)
     OldConfig = dataclasses.make_dataclass("OldConfig", [(f.name, f.type, f.default) for f in dataclasses.fields(config)
                                                          if f.name not in ("short", "coupling", "margin", "clip")])
@@ -203,3 +232,28 @@ def test_a_scornn_snapshot_of_the_first_format_restores():
     with pytest.raises(ValueError):
         SCORNNLearner.from_bytes(arrays_snapshot.pack(MAGIC, 1, OldConfig(**{f.name: getattr(config, f.name)
                                                       for f in dataclasses.fields(OldConfig)}), truncated))
+
+
+def test_an_enrnn_snapshot_whose_short_term_block_its_t_does_not_give_is_refused():
+    from seqd.core import arrays_snapshot
+    from seqd.core.scornn.snapshot import MAGIC, VERSION
+
+    config = SCORNNConfig(alphabet_cap=16, units=12, short=5, clip=5.0, learning_rate=0.1, horizon=3, margin=0.05)
+    learner = SCORNNLearner(config)
+    learner.learn(np.resize(np.random.default_rng(8).integers(0, 16, 37), 1500))
+    assert learner.state.spectrum[0] == 1.0
+    assert SCORNNLearner.from_bytes(learner.to_bytes()).state.spectrum[0] == 1.0
+
+    def tampered(**arrays):
+        state = learner.state._replace(**{k: v.copy() for k, v in arrays.items()})
+        return arrays_snapshot.pack(MAGIC, VERSION, config, state)
+
+    w = learner.state.w.copy()
+    w[8, 9] = np.nextafter(w[8, 9], np.inf)
+    huge = learner.state.short_t * 1e200
+    spectrum = learner.state.spectrum.copy()
+    spectrum[2] = -spectrum[2]
+    for data in (tampered(w=w), tampered(short_t=huge), tampered(spectrum=spectrum),
+                 tampered(short_t=np.zeros((5, 5)))):
+        with pytest.raises(ValueError, match="W\\^\\(S\\) or a spectrum"):
+            SCORNNLearner.from_bytes(data)

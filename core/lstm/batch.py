@@ -98,6 +98,8 @@ def initialize(units: int, degree: int, nu: np.ndarray, rng: np.random.Generator
         raise ValueError(f"need units >= 1 and degree in [1, units], got units={units}, degree={degree}")
     nu = np.asarray(nu, dtype=np.float64)
     A = len(nu)
+    if A < 1 or not np.all(nu > 0.0):
+        raise ValueError("nu must hold a positive frequency for every symbol (eq. 30 takes its log)")
     inputs = random_graph(units, degree, rng)
     N1, D = inputs.shape
 
@@ -234,11 +236,26 @@ def backward(inputs, W, P, w, x, chi, a, c, gates, pi, dh, dc, gW, gR, gP):
 NUMERICS = numerics_marker(IEEE)
 
 
+def _sequence(params: LSTMParams, symbols, predict_mask) -> tuple[np.ndarray, np.ndarray]:
+    """(x, chi) checked against ``params``: what a kernel may index with."""
+    x = np.ascontiguousarray(symbols, dtype=np.int64)
+    A = params.alphabet_size
+    if len(x) == 0:
+        raise ValueError("the sequence is empty")
+    if x.min() < 0 or x.max() >= A:
+        raise ValueError(f"symbols must be in [0, {A}), got range [{x.min()}, {x.max()}]")
+    chi = np.ones(len(x)) if predict_mask is None else np.ascontiguousarray(predict_mask, dtype=np.float64)
+    if chi.shape != x.shape:
+        raise ValueError(f"predict_mask must have shape ({len(x)},), got {chi.shape}")
+    return x, chi
+
+
 def log_likelihood(params: LSTMParams, symbols, predict_mask=None, buffers: Buffers | None = None) -> float:
     """sum_t chi_t log pi_t(x_t) in nats (eq. 16) of ``params`` on ``symbols``."""
-    x = np.ascontiguousarray(symbols, dtype=np.int64)
-    chi = np.ones(len(x)) if predict_mask is None else np.ascontiguousarray(predict_mask, dtype=np.float64)
+    x, chi = _sequence(params, symbols, predict_mask)
     b = buffers or Buffers.allocate(len(x), params.units, params.alphabet_size)
+    if b.pi.shape != (len(x), params.alphabet_size) or b.a.shape != (len(x) + 1, params.units + 1):
+        raise ValueError("buffers do not fit this sequence and network")
     p = params
     return forward(p.inputs, p.gate_weights, p.input_weights, p.peepholes, p.writing_weights, x, chi,
                    b.a, b.c, b.gates, b.pi, NUMERICS)
@@ -246,8 +263,7 @@ def log_likelihood(params: LSTMParams, symbols, predict_mask=None, buffers: Buff
 
 def gradient(params: LSTMParams, symbols, predict_mask=None) -> LSTMParams:
     """dL/dtheta of eq. (16)'s L in nats, as an ``LSTMParams`` (its ``inputs`` the graph's, unchanged)."""
-    x = np.ascontiguousarray(symbols, dtype=np.int64)
-    chi = np.ones(len(x)) if predict_mask is None else np.ascontiguousarray(predict_mask, dtype=np.float64)
+    x, chi = _sequence(params, symbols, predict_mask)
     b = Buffers.allocate(len(x), params.units, params.alphabet_size)
     log_likelihood(params, x, chi, b)
     g = LSTMParams(params.inputs.copy(), np.zeros_like(params.writing_weights), np.zeros_like(params.gate_weights),
@@ -262,8 +278,7 @@ def gradient(params: LSTMParams, symbols, predict_mask=None) -> LSTMParams:
 
 def evaluate(params: LSTMParams, symbols, predict_mask=None, true_log2_likelihood=None) -> Evaluation:
     """Score a sequence with fixed parameters from the zero state, with seed 000 §4's regularisation."""
-    x = np.ascontiguousarray(symbols, dtype=np.int64)
-    chi = np.ones(len(x)) if predict_mask is None else np.ascontiguousarray(predict_mask, dtype=np.float64)
+    x, chi = _sequence(params, symbols, predict_mask)
     b = Buffers.allocate(len(x), params.units, params.alphabet_size)
     log_likelihood(params, x, chi, b)
     lp = np.empty(len(x))
@@ -282,16 +297,11 @@ class LSTMTrainer(RateControlled):
         self.method = method
         self.config = config
         self.params = params.copy()
-        self.symbols = np.ascontiguousarray(symbols, dtype=np.int64)
-        T, N, A = len(self.symbols), params.units, params.alphabet_size
-        if T == 0:
+        if len(np.asarray(symbols)) == 0:
             raise ValueError("cannot train on an empty sequence")
-        if self.symbols.min() < 0 or self.symbols.max() >= A:
-            raise ValueError(f"symbols must be in [0, {A}), got range [{self.symbols.min()}, {self.symbols.max()}]")
-        chi = np.ones(T) if predict_mask is None else np.ascontiguousarray(predict_mask, dtype=np.float64)
-        if chi.shape != (T,):
-            raise ValueError(f"predict_mask must have shape ({T},), got {chi.shape}")
-        self.chi = chi
+        self.symbols, self.chi = _sequence(params, symbols, predict_mask)
+        T, N, A = len(self.symbols), params.units, params.alphabet_size
+        chi = self.chi
         self.symbol_counts = np.maximum(np.bincount(self.symbols, minlength=A).astype(np.float64), 1.0)
         damping = config.writing_damping
         predicted = np.bincount(self.symbols, weights=chi, minlength=A)

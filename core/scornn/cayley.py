@@ -174,7 +174,7 @@ def apply_gradient(st, rate, skew_rate, clip, coupling, margin):
                 st.skew[i, j] += skew_rate * st.work[1, i, j]
         cayley(st.skew, st.signs, st.inverse, st.w)
     if Q < N:
-        short_step(st, rate, coupling, margin)
+        short_step(st, rate, clip, coupling, margin)
     for j in range(N):
         for k in range(N):
             st.grad_w[j, k] = 0.0

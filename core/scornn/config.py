@@ -80,5 +80,5 @@ def state_shapes(config: SCORNNConfig) -> dict:
             "inverse": ((q, 2 * q), f), "work": ((2, q, q), f), "scratch": ((2, max(N, A + 1)), f),
             "carry": ((N,), f), "reals": ((1,), f), "counts": ((3,), i),
             # the ENRNN's (empty when short = 0, as every scoRNN snapshot of format 1 has them)
-            "short_t": ((m, m), f), "spectrum": ((3 if m else 0,), f), "hess": ((m + 1 if m else 0, m), f),
+            "short_t": ((m, m), f), "step_t": ((m, m), f), "spectrum": ((3 if m else 0,), f), "hess": ((m + 1 if m else 0, m), f),
             "eig": ((m, m + 1), z), "vectors": ((2 if m else 0, m), z)}

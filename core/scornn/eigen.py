@@ -15,6 +15,9 @@ seed gives the same bits on every machine, as the rest of a learner's path:
 * :func:`eigenvector` finds the eigenvector of a known eigenvalue by inverse iteration: two solves of
   (T - lambda I) x = b by Gaussian elimination with partial pivoting, in complex arithmetic; with T's
   transpose, the left eigenvector (v* T = lambda v* is T^T conj(v) = lambda conj(v)).
+
+Both work on T divided by :func:`scale_of`'s power of two (an exact division), so that no square in them
+overflows or underflows whatever T's magnitude.
 """
 
 from __future__ import annotations
@@ -174,6 +177,18 @@ def modulus2(z):
     return z.real * z.real + z.imag * z.imag
 
 
+@inline_kernel
+def modulus(re, im):
+    """|re + i im| without overflow or underflow in the squares: both scaled by a power of two first (exact)."""
+    top = max(abs(re), abs(im))
+    if top == 0.0:
+        return 0.0
+    _, exponent = math.frexp(top)
+    a = math.ldexp(re, -exponent)
+    b = math.ldexp(im, -exponent)
+    return math.ldexp(math.sqrt(a * a + b * b), exponent)
+
+
 @kernel
 def dominant(values):
     """The index of the eigenvalue of largest modulus; of a complex pair, the one with positive imaginary
@@ -189,23 +204,35 @@ def dominant(values):
 
 
 @kernel
-def eigenvector(t, transpose, lam, work, out):
+def scale_of(t):
+    """The power of two at or above the largest |t_ij| (1 if t is 0): dividing by it is exact, and keeps the QR
+    iteration's squares far from overflow and underflow."""
+    top = 0.0
+    for i in range(t.shape[0]):
+        for j in range(t.shape[1]):
+            top = max(top, abs(t[i, j]))
+    if top == 0.0 or not top < math.inf:
+        return 1.0
+    _, exponent = math.frexp(top)
+    return math.ldexp(1.0, exponent)
+
+
+@kernel
+def eigenvector(t, transpose, lam, scale, work, out):
     """The eigenvector of the real ``t`` (m x m; its transpose if ``transpose``) for its eigenvalue ``lam``,
     into ``out`` (m,) complex, scaled to Euclidean norm 1: inverse iteration from (1, ..., 1), two solves of
-    (t - lam I) x = b; ``work`` (m, m + 1) complex.  A pivot of exactly 0 counts as epsilon times t's norm."""
+    (t / scale - lam / scale I) x = b (``scale`` a power of two, :func:`scale_of`); ``work`` (m, m + 1)
+    complex.  A pivot of exactly 0 counts as epsilon.  Returns False if the solve produced no finite nonzero
+    vector (``out`` is then not an eigenvector)."""
     m = t.shape[0]
-    scale = 0.0
-    for i in range(m):
-        for j in range(m):
-            scale = max(scale, abs(t[i, j]))
-    tiny = EPSILON * max(scale, 1e-300)
+    mu = lam / scale
     for i in range(m):
         out[i] = 1.0
     for _ in range(2):
         for i in range(m):
             for j in range(m):
-                work[i, j] = t[j, i] if transpose else t[i, j]
-            work[i, i] -= lam
+                work[i, j] = (t[j, i] if transpose else t[i, j]) / scale
+            work[i, i] -= mu
             work[i, m] = out[i]
         for col in range(m):
             pivot = col
@@ -218,7 +245,7 @@ def eigenvector(t, transpose, lam, work, out):
                     work[col, j] = work[pivot, j]
                     work[pivot, j] = tmp
             if work[col, col] == 0.0:
-                work[col, col] = tiny
+                work[col, col] = EPSILON
             for r in range(col + 1, m):
                 f = work[r, col] / work[col, col]
                 if f != 0.0:
@@ -231,6 +258,9 @@ def eigenvector(t, transpose, lam, work, out):
                 s -= work[i, j] * out[j]
             out[i] = s / work[i, i]
             norm2 += modulus2(out[i])
+        if not (norm2 > 0.0 and norm2 < math.inf):
+            return False
         norm = math.sqrt(norm2)
         for i in range(m):
             out[i] = out[i] / norm
+    return True

@@ -43,6 +43,7 @@ class SCORNNState(NamedTuple):
     counts: np.ndarray  # (3,) int64: symbols seen, active codes, steps taken in the window
     # an ENRNN's short-term state (``enrnn.py``; M = config.short, every array empty when M = 0):
     short_t: np.ndarray  # (M, M): T, whose normalisation is W^(S), W's last M rows and columns
+    step_t: np.ndarray  # (M, M), work: T's step, then the trial T
     spectrum: np.ndarray  # (3,): whether T is normalised yet (0 or 1), and alpha, beta of its dominant eigenvalue
     hess: np.ndarray  # (M+1, M), work: T's Hessenberg form and a reflection's vector
     eig: np.ndarray  # (M, M+1) complex, work: inverse iteration's system

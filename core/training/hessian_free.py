@@ -14,8 +14,8 @@ products with G and S take one forward pass in direction v (the R operator: ``r_
 back-propagation (``gn_backward``); the system is solved approximately by conjugate gradients, started
 from 0.95 times the previous step, stopped by Martens's relative-progress rule, and the best of its
 iterates on the true loss is taken (CG backtracking); lambda follows the Levenberg-Marquardt rule
-(eqs. 2.19-2.20, the reduction ratio taken against the damped quadratic CG minimised) and a step that
-does not lower f is shortened (0.8^k) or refused.
+(eqs. 2.19-2.20, the reduction ratio against eq. 2.13's undamped quadratic) and a step that does not
+lower f is shortened (0.8^k) or refused.
 
 The gradient is over the whole training sequence; the curvature products over a contiguous slice of it
 (``curvature_fraction``, the next slice at each step, its first state taken from the full pass), as
@@ -164,6 +164,9 @@ class HessianFreeTrainer:
         self.damping = config.initial_damping
         self._previous = np.zeros(sum(self._sizes))
         self._slice = max(1, int(round(T * config.curvature_fraction)))
+        # the curvature's normaliser: the scored symbols a slice holds on average, so that a slice with few (or,
+        # distant XOR's short runs, none) still weighs the structural term as the others
+        self._slice_scored = self.scored * self._slice / T
         self._start = 0
         L = self._slice
         self._rv, self._ra, self._B = (np.zeros((L + 1, N + 1)) for _ in range(3))
@@ -228,8 +231,8 @@ class HessianFreeTrainer:
         return -self._pack(grad) / self.scored
 
     def curvature(self, v: np.ndarray, damping: float | None = None) -> np.ndarray:
-        """(G + lambda mu S) v / (the slice's scored symbols) + lambda v over the current slice; ``damping``
-        lambda (the trainer's if None; 0: the Gauss-Newton product alone)."""
+        """(G + lambda mu S) v / n + lambda v over the current slice, n the scored symbols of a slice on average;
+        ``damping`` lambda (the trainer's if None; 0: the Gauss-Newton product alone)."""
         lam = self.damping if damping is None else damping
         p, d = self.params, self._unpack(v)
         s0 = self._start
@@ -248,7 +251,7 @@ class HessianFreeTrainer:
         if s0 == 0:
             out["initial_potential"][...] = B[0]
             out["initial_potential"][0] = 0.0
-        return self._pack(out) / max(float(chi.sum()), 1.0) + lam * v
+        return self._pack(out) / self._slice_scored + lam * v
 
     # -- one step ----------------------------------------------------------------------------------------
     def _conjugate_gradients(self, g: np.ndarray) -> tuple[list[np.ndarray], list[float]]:
@@ -294,12 +297,14 @@ class HessianFreeTrainer:
         best, best_f = None, np.inf
         for d in reversed(kept):
             f = -self._forward(self._shifted(d), self._trial) / self.scored
-            if not np.isfinite(f) or f >= best_f:
+            f = f if np.isfinite(f) else np.inf  # (an iterate too far: the earlier ones may do)
+            if best is not None and f >= best_f:
                 break
-            best, best_f = d, f
+            if f < best_f:
+                best, best_f = d, f
         accepted = False
         if best is not None:
-            model = float(g @ best) + 0.5 * float(best @ self.curvature(best))
+            model = float(g @ best) + 0.5 * float(best @ self.curvature(best, 0.0))  # eq. 2.13's M, undamped
             ratio = (best_f - f0) / model if model < 0.0 else -np.inf
             if ratio < 0.25:  # Levenberg-Marquardt (seed 001, eqs. 2.19-2.20)
                 self.damping *= 1.5
@@ -317,7 +322,8 @@ class HessianFreeTrainer:
                 self.loglik = self._forward(self.params, (self.V, self.a, self.pi))
                 self._previous = best
         if not accepted:
-            self.damping *= 1.5
+            if best is None:  # no iterate gave a finite loss (else the rule above has raised lambda already)
+                self.damping *= 1.5
             self._previous = np.zeros_like(self._previous)
         self._start = (self._start + self._slice) % len(self.symbols)
         self.train_seconds += time.process_time() - t0
