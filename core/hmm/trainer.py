@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..training.batch import run_budget
 from .baum_welch import expected_counts, forward, predictive
 from .model import HMM
 
@@ -71,17 +72,8 @@ class HMMTrainer:
         return record
 
     def run(self, steps: int | None = None, seconds: float | None = None, callback=None):
-        """EM steps until ``steps`` of them or ``seconds`` of CPU time; ``callback(trainer, record)`` returning
-        True stops the run."""
-        if steps is None and seconds is None:
-            raise ValueError("give a step budget, a time budget, or both")
-        done = 0
-        while (steps is None or done < steps) and (seconds is None or self.train_seconds < seconds):
-            record = self.step()
-            done += 1
-            if callback is not None and callback(self, record):
-                break
-        return self.history
+        """EM steps until ``steps`` of them or ``seconds`` of CPU time (``training.batch.run_budget``)."""
+        return run_budget(self, self.step, steps, seconds, callback)
 
 
 def _normalise_rows(counts: np.ndarray, out: np.ndarray) -> None:

@@ -135,25 +135,23 @@ class RateControlled:
         return rec
 
     def run(self, steps: int | None = None, seconds: float | None = None, callback=None):
-        """Alternate w and tau steps (w first) until ``steps`` steps or ``seconds`` of CPU time.
+        """Alternate w and tau steps (w first) until ``steps`` steps or ``seconds`` of CPU time (:func:`run_budget`)."""
+        return run_budget(self, lambda: self._step("w" if self.steps % 2 == 0 else "tau"), steps, seconds, callback)
 
-        ``callback(trainer, record)`` is called after every step; returning
-        True stops the run.  CPU time (``time.process_time``) is used so that
-        a budget means the same on a busy machine.
-        """
-        if steps is None and seconds is None:
-            raise ValueError("give a step budget, a time budget, or both")
-        done = 0
-        while True:
-            if steps is not None and done >= steps:
-                break
-            if seconds is not None and self.train_seconds >= seconds:
-                break
-            rec = self._step("w" if self.steps % 2 == 0 else "tau")
-            done += 1
-            if callback is not None and callback(self, rec):
-                break
-        return self.history
+
+def run_budget(trainer, step, steps: int | None, seconds: float | None, callback=None) -> list:
+    """Call ``step()`` (which returns a record and adds to ``trainer.train_seconds``) until ``steps`` calls or
+    ``seconds`` of CPU time; ``callback(trainer, record)`` after each, returning True, stops the run.  CPU time
+    (``time.process_time``) so that a budget means the same on a busy machine.  Returns ``trainer.history``."""
+    if steps is None and seconds is None:
+        raise ValueError("give a step budget, a time budget, or both")
+    done = 0
+    while (steps is None or done < steps) and (seconds is None or trainer.train_seconds < seconds):
+        record = step()
+        done += 1
+        if callback is not None and callback(trainer, record):
+            break
+    return trainer.history
 
 
 

@@ -36,7 +36,7 @@ from ..kernels.forward import allocate, forward
 from ..kernels.transition import TransitionSums, accumulate_transition
 from ..kernels.writing import accumulate_writing
 from ..model import ModelSpec, Params, network
-from .batch import LN2, StepRecord
+from .batch import LN2, StepRecord, run_budget
 
 PARTS = ("writing_weights", "transition_weights", "input_weights", "initial_potential")
 
@@ -334,14 +334,5 @@ class HessianFreeTrainer:
         return record
 
     def run(self, steps: int | None = None, seconds: float | None = None, callback=None):
-        """Steps until ``steps`` of them or ``seconds`` of CPU time; ``callback(trainer, record)`` returning True
-        stops the run."""
-        if steps is None and seconds is None:
-            raise ValueError("give a step budget, a time budget, or both")
-        done = 0
-        while (steps is None or done < steps) and (seconds is None or self.train_seconds < seconds):
-            record = self.step()
-            done += 1
-            if callback is not None and callback(self, record):
-                break
-        return self.history
+        """Steps until ``steps`` of them or ``seconds`` of CPU time (``batch.run_budget``)."""
+        return run_budget(self, self.step, steps, seconds, callback)
