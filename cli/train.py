@@ -10,7 +10,7 @@ from seqd.core.model import ACTIVATIONS
 from seqd.core.tasks import TASKS
 from seqd.core.training.batch import TrainConfig
 from seqd.core.training.experiment import ONLINE_MODELS, TRAINED_MODELS, Experiment, run
-from seqd.core.lstm.batch import METHODS as LSTM_METHODS
+from seqd.core.training.lstm import METHODS as LSTM_METHODS
 from seqd.core.training.methods import METHODS
 
 

@@ -1594,7 +1594,7 @@ def scornn_bits(x, cap, config):
 
 
 def batch_lstm_log_likelihood(inputs, w, W, R, P, x, chi):
-    """Seed 000's batch LSTM (``core/lstm/batch.py``, Graves's peephole cell on the models' sparse graph) as dense
+    """Seed 000's batch LSTM (``core/training/lstm.py``, Graves's peephole cell on the models' sparse graph) as dense
     matrices: each gate's slot weights scattered into an (N+1) x (N+1) matrix over a_t = (1, h_t).  Returns
     (sum_t chi_t log pi_t(x_t) in nats, the predictions pi)."""
     N1, A = w.shape

@@ -1,4 +1,4 @@
-"""Seed 000's batch-trained LSTM (``seqd.core.lstm.batch``): the forward pass against a dense NumPy reference, the
+"""Seed 000's batch-trained LSTM (``seqd.core.training.lstm``): the forward pass against a dense NumPy reference, the
 back-propagated gradient against finite differences, the rate control's promise, and the experiment protocol."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from seqd.core.lstm import batch
+from seqd.core.training import lstm as batch
 from seqd.core.training.batch import TrainConfig
 from seqd.core.training.experiment import TRAINED_MODELS, Experiment, run
 

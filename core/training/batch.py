@@ -1,5 +1,5 @@
 """Batch training of the GLNN family on one sequence: seed 000, Section 2 (its learning-rate control,
-``RateControlled``, also trains the batch LSTM of ``lstm/batch.py``).
+``RateControlled``, also trains the batch LSTM of ``lstm.py``).
 
 The trainer alternates a step on the writing weights w and a step on the
 transition weights (tau, rho) together with the initial potentials V^0,

@@ -16,13 +16,13 @@ import numpy as np
 from .. import tasks
 from ..hmm import HMMTrainer, draw
 from ..hmm.trainer import log2_probs
-from ..lstm import batch as lstm_batch
 from ..model import ModelSpec, initialize, symbol_frequencies
 from .batch import BatchTrainer, Evaluation, TrainConfig, evaluate
+from . import lstm as lstm_batch
 from .hessian_free import HessianFreeTrainer
 
 TRAINED_MODELS = ("glnn", "gnn", "rnn", "hmm", "batch-lstm")  # the networks (model.MODELS), seed 000's HMM trained
-# by EM, and its batch-trained LSTM (lstm/batch.py: methods "plain" and "dhfb")
+# by EM, and its batch-trained LSTM (training/lstm.py: methods "plain" and "dhfb")
 # seqd's online learners by their presets (core/learners.py): they stream the training sequence (``steps`` passes,
 # one by default) and then the validation sequence, which they score as they go on learning: the protocol of
 # seed 000's CTW and bzip2 rows

@@ -60,7 +60,7 @@ from ..kernels.elementary import IEEE, log_of, logistic, numerics_marker, tanh
 from ..kernels.forward import regularized_log2_probs, softmax_into
 from ..kernels.writing import accumulate_writing, diagonal_step
 from ..model import random_graph
-from ..training.batch import Evaluation, RateControlled, TrainConfig
+from .batch import Evaluation, RateControlled, TrainConfig
 
 GATE_I, GATE_F, GATE_G, GATE_O = range(4)  # rows of the gate weights and of a step's stored gates
 PEEP_I, PEEP_F, PEEP_O = range(3)  # rows of the peephole weights
