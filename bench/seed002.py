@@ -53,7 +53,8 @@ def regret_per_instance(make, task: str, length: int, train_size: int, seed: int
     learner = make(len(train.alphabet))
     learner.learn(train.symbols)
     bits = learner.learn(valid.symbols)
-    return (float((bits * valid.predict_mask).sum()) + valid.true_log2_likelihood) / VALIDATION
+    scored = valid.predict_mask != 0.0  # (an unscored symbol's infinite code length is not counted as 0 x inf)
+    return (float((bits[scored] * valid.predict_mask[scored]).sum()) + valid.true_log2_likelihood) / VALIDATION
 
 
 def table(args) -> str:
@@ -69,10 +70,11 @@ def table(args) -> str:
                 cells.append(regret_per_instance(make, task, length, args.train))
                 print(f"{task} T={length} {name}: {cells[-1]:.2f} bits per instance", flush=True)
             lines.append(f"| {task} | {length} | {args.train:,} | {BASELINE[task]:.2f} | "
-                         + " | ".join(f"{c:.2f}" for c in cells) + " |")
+                         + " | ".join(f"{c:.2f}" if np.isfinite(c) else "∞ (diverged)" for c in cells) + " |")
     lines += ["", f"Regret per validation instance (bits) on the scored symbols, {VALIDATION:,} validation "
                   "instances after the training stream, one learner reading both (random generators [0, 0] and "
-                  "[0, 1]). Below the baseline, a learner carries something of the instance across its T steps."]
+                  "[0, 1]). Below the baseline, a learner carries something of the instance across its T steps; "
+                  "∞: the learner's softmax gave a scored symbol probability 0 (its state had grown without bound)."]
     return "\n".join(lines)
 
 
