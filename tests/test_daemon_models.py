@@ -1,4 +1,4 @@
-"""A stream of each model the daemon serves besides the GLNN (``core/learners.py``: ctw, esn, lstm, gru, scornn):
+"""A stream of each model the daemon serves besides the GLNN (``core/learners.py``: ctw, esn, lstm, gru, scornn, enrnn):
 created by its preset, restored bit for bit after a stop (its snapshot) and after a kill (its log), woken bit for
 bit from hibernation, and refused clearly when a request asks for too much."""
 
@@ -29,7 +29,10 @@ MODELS = {
     "lstm": ("lstm", {"cells": 10, "layers": 2, "horizon": 7, "clip": 5.0}),
     "gru": ("gru", {"cells": 10, "horizon": 5}),
     "scornn": ("scornn", {"units": 10, "horizon": 6}),
+    "enrnn": ("enrnn", {"units": 10, "short": 4, "horizon": 6, "learning_rate": 0.2}),
 }
+
+MODEL_OF = {"ctw": "ctw", "esn": "esn", "lstm": "lstm", "gru": "lstm", "scornn": "scornn", "enrnn": "scornn"}
 
 
 def reference(preset: str, settings: dict, batches) -> tuple[object, float]:
@@ -60,7 +63,7 @@ def test_every_model_is_restored_exactly(tmp_path, sig):
     assert srv.terminate(sig) == (0 if sig == signal.SIGTERM else -signal.SIGKILL), srv.stderr
     for name, (preset, _) in MODELS.items():
         meta = json.loads((state / "streams" / name / "stream.json").read_text())
-        assert meta["model"] == ("lstm" if preset == "gru" else preset)
+        assert meta["model"] == MODEL_OF[preset]
         assert (state / "streams" / name / "snapshot").exists() == (sig == signal.SIGTERM)
     srv = ProcessServer(state)
     call = Caller(srv.api)
@@ -70,7 +73,7 @@ def test_every_model_is_restored_exactly(tmp_path, sig):
             got = call.ok("predict", stream=name, top=0, min_position=1200, wait_ms=60000)["distribution"]
             assert np.array_equal(np.array(got), learner.predict_proba()), name
             stats = call.ok("stats", stream=name)
-            assert stats["position"] == 1200 and stats["model"] == ("lstm" if preset == "gru" else preset)
+            assert stats["position"] == 1200 and stats["model"] == MODEL_OF[preset]
             assert stats["code_bits"] == pytest.approx(bits, rel=1e-9)
             call.ok("publish", stream=name, symbols=b"more", position=1200)  # and it goes on
     finally:
