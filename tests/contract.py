@@ -151,8 +151,8 @@ REGISTRY: list[Entry] = [
     # seed 002's scoRNN: W orthogonal through the scaled Cayley transform of a trained skew-symmetric A
     Entry("scornn-cap16", lambda: SCORNNConfig(alphabet_cap=16, units=8, negatives=3, horizon=6), SCORNNLearner),
     # seed 002's ENRNN: a short-term state T / rho(T) beside the orthogonal one, coupled, and uncoupled with a margin
-    Entry("enrnn-cap16", lambda: SCORNNConfig(alphabet_cap=16, units=8, short=3, margin=0.1, clip=5.0,
-                                              learning_rate=0.2), SCORNNLearner),
+    Entry("enrnn-cap16", lambda: SCORNNConfig(alphabet_cap=16, units=8, short=3, margin=0.1, clip=5.0),
+          SCORNNLearner),
     Entry("enrnn-coupled", lambda: SCORNNConfig(alphabet_cap=16, units=9, short=4, coupling=True, clip=5.0),
           SCORNNLearner),
 ]
