@@ -74,13 +74,23 @@ class RateControlled:
     step (w first), each tried at its own rate, kept only if the training log-likelihood does not go down.
 
     A subclass sets ``config`` (a ``TrainConfig``), ``params`` (with ``copy()`` and its arrays as attributes),
-    ``loglik`` (nats), ``rate_w``, ``rate_tau``, ``_current`` and ``_trial`` (forward buffers), calls
-    ``_start_history()``, and defines ``_forward(params, buffers)`` (the training log-likelihood in nats,
+    ``symbols`` and ``chi`` (``checked_sequence``), calls ``_start(units, alphabet_size)``, sets ``loglik``
+    (nats), ``_current`` and ``_trial`` (forward buffers), and defines ``_forward(params, buffers)`` (the training log-likelihood in nats,
     filling ``buffers``), ``_writing_direction()`` and ``_transition_direction()`` (each a dict from a
     parameter's name to its direction at ``params``).
     """
 
-    def _start_history(self):
+    def _start(self, units: int, alphabet_size: int):
+        """The controls' starting values, from ``symbols`` and ``chi``: eps_y of eq. (18) for the writing steps
+        (the frequency of y among the scored symbols, or ``config.writing_damping``), both rates at eta_0 = 1/N
+        (or ``config.initial_rate``), and an empty history."""
+        config, chi = self.config, self.chi
+        if config.writing_damping is None:
+            predicted = np.bincount(self.symbols, weights=chi, minlength=alphabet_size)
+            self.writing_damping = predicted / max(chi.sum(), 1.0) + np.finfo(float).eps
+        else:
+            self.writing_damping = np.full(alphabet_size, float(config.writing_damping))
+        self.rate_w = self.rate_tau = 1.0 / units if config.initial_rate is None else float(config.initial_rate)
         self.steps = 0
         self.history: list[StepRecord] = []
         self.train_seconds = 0.0
@@ -154,6 +164,19 @@ def run_budget(trainer, step, steps: int | None, seconds: float | None, callback
     return trainer.history
 
 
+def checked_sequence(symbols, predict_mask, alphabet_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(x, chi): the symbols as int64 and the mask as floats (ones if None), checked to be what a kernel may
+    index with: not empty, symbols in [0, alphabet_size), a mask of the same length."""
+    x = np.ascontiguousarray(symbols, dtype=np.int64)
+    if x.ndim != 1 or len(x) == 0:
+        raise ValueError("the sequence is empty (or not a sequence): nothing to train on or score")
+    if x.min() < 0 or x.max() >= alphabet_size:
+        raise ValueError(f"symbols must be in [0, {alphabet_size}), got range [{x.min()}, {x.max()}]")
+    chi = np.ones(len(x)) if predict_mask is None else np.ascontiguousarray(predict_mask, dtype=np.float64)
+    if chi.shape != x.shape:
+        raise ValueError(f"predict_mask must have shape ({len(x)},), got {chi.shape}")
+    return x, chi
+
 
 class BatchTrainer(RateControlled):
     """Trains ``params`` in place of a copy on ``symbols`` (with mask ``predict_mask``)."""
@@ -163,28 +186,12 @@ class BatchTrainer(RateControlled):
         self.config = config
         self.method: Method = get_method(config.method, spec.model)
         self.params = params.copy()
-        self.symbols = np.ascontiguousarray(symbols, dtype=np.int64)
+        self.symbols, self.chi = checked_sequence(symbols, predict_mask, spec.alphabet_size)
         T = len(self.symbols)
-        if T == 0:
-            raise ValueError("cannot train on an empty sequence")
-        if self.symbols.min() < 0 or self.symbols.max() >= spec.alphabet_size:
-            raise ValueError(f"symbols must be in [0, {spec.alphabet_size}), got range [{self.symbols.min()}, {self.symbols.max()}]")
-        chi = np.ones(T) if predict_mask is None else np.ascontiguousarray(predict_mask, dtype=np.float64)
-        if chi.shape != (T,):
-            raise ValueError(f"predict_mask must have shape ({T},), got {chi.shape}")
-        self.chi = chi
         N, A, D = spec.units, spec.alphabet_size, spec.slots
         S = A if spec.gated else 1
-        counts = np.bincount(self.symbols, minlength=A).astype(np.float64)
-        self.symbol_counts = counts
-        predicted = np.bincount(self.symbols, weights=chi, minlength=A)
-        if config.writing_damping is None:
-            self.writing_damping = predicted / max(chi.sum(), 1.0) + np.finfo(float).eps
-        else:
-            self.writing_damping = np.full(A, float(config.writing_damping))
-        rate = 1.0 / N if config.initial_rate is None else float(config.initial_rate)
-        self.rate_w = rate
-        self.rate_tau = rate
+        self.symbol_counts = np.bincount(self.symbols, minlength=A).astype(np.float64)
+        self._start(N, A)
         self._current = _Buffers(*allocate(T, N, A))
         self._trial = _Buffers(*allocate(T, N, A))
         self.loglik = self._forward(self.params, self._current)  # nats
@@ -209,7 +216,6 @@ class BatchTrainer(RateControlled):
         self._chol = np.zeros((D, D))
         self._rms = None
         self.failed_blocks = 0
-        self._start_history()
 
     # -- evaluation --------------------------------------------------------
     def _forward(self, params: Params, buf: _Buffers) -> float:

@@ -116,15 +116,11 @@ def _trainer(exp: Experiment, train: tasks.TaskSequence, config: TrainConfig | N
     params = initialize(spec, nu, nu_tilde, rng)
     if exp.method == "hf":  # [MS11]'s Hessian-free optimisation, seed 000's distant-XOR comparator
         trainer = HessianFreeTrainer(spec, params, train.symbols, train.predict_mask)
-
-        def score(tr, seq):
-            return evaluate(spec, tr.params, seq.symbols, seq.predict_mask, seq.true_log2_likelihood)
-
-        return trainer, score
-    config = config or TrainConfig()
-    if config.method != exp.method:
-        config = TrainConfig(**{**asdict(config), "method": exp.method})
-    trainer = BatchTrainer(spec, params, train.symbols, train.predict_mask, config)
+    else:
+        config = config or TrainConfig()
+        if config.method != exp.method:
+            config = TrainConfig(**{**asdict(config), "method": exp.method})
+        trainer = BatchTrainer(spec, params, train.symbols, train.predict_mask, config)
 
     def score(tr, seq):
         return evaluate(spec, tr.params, seq.symbols, seq.predict_mask, seq.true_log2_likelihood)

@@ -36,7 +36,7 @@ from ..kernels.forward import allocate, forward
 from ..kernels.transition import TransitionSums, accumulate_transition
 from ..kernels.writing import accumulate_writing
 from ..model import ModelSpec, Params, network
-from .batch import LN2, StepRecord, run_budget
+from .batch import LN2, StepRecord, checked_sequence, run_budget
 
 PARTS = ("writing_weights", "transition_weights", "input_weights", "initial_potential")
 
@@ -144,14 +144,9 @@ class HessianFreeTrainer:
 
     def __init__(self, spec: ModelSpec, params: Params, symbols, predict_mask=None, config: HFConfig = HFConfig()):
         self.spec, self.config, self.params = spec, config, params.copy()
-        self.symbols = np.ascontiguousarray(symbols, dtype=np.int64)
-        T, N, A = len(self.symbols), spec.units, spec.alphabet_size
-        if T == 0:
-            raise ValueError("cannot train on an empty sequence")
-        if self.symbols.min() < 0 or self.symbols.max() >= A:
-            raise ValueError(f"symbols must be in [0, {A}), got range [{self.symbols.min()}, {self.symbols.max()}]")
-        chi = np.ones(T) if predict_mask is None else np.ascontiguousarray(predict_mask, dtype=np.float64)
-        if chi.shape != (T,) or not chi.sum() > 0.0:
+        self.symbols, chi = checked_sequence(symbols, predict_mask, spec.alphabet_size)
+        T, N, A, D = len(self.symbols), spec.units, spec.alphabet_size, spec.slots
+        if not chi.sum() > 0.0:
             raise ValueError(f"predict_mask must have shape ({T},) and score some symbol")
         self.chi, self.scored = chi, float(chi.sum())
         self.V, self.a, self.pi = allocate(T, N, A)
@@ -172,6 +167,13 @@ class HessianFreeTrainer:
         self._rv, self._ra, self._B = (np.zeros((L + 1, N + 1)) for _ in range(3))
         self._rz = np.zeros((L, A))
         self._back = np.zeros(N + 1)
+        # the gradient's work, over the whole sequence: the writing sums, B and the modulus of eq. 22, the
+        # transition sums (the metric's, unused, with them)
+        self._writing = tuple(np.zeros((N + 1, A)) for _ in range(3))
+        self._backprop = Backprop(np.zeros((T + 1, N + 1)), np.zeros((T + 1, N + 1)))
+        S, R = (A if spec.gated else 1), (0 if spec.gated else A)
+        self._sums = TransitionSums(np.zeros((S, N + 1, D)), np.zeros((R, N + 1)), np.zeros((S, N + 1, D, D)),
+                                    np.zeros((R, N + 1)))
         self.steps, self.history, self.train_seconds = 0, [], 0.0
         self.cg_iterations = 0
 
@@ -212,19 +214,17 @@ class HessianFreeTrainer:
 
     def gradient(self) -> np.ndarray:
         """The gradient of f = -(eq. 16's log-likelihood) / (scored symbols) at the current parameters."""
-        s, p = self.spec, self.params
-        N, A, D, T = s.units, s.alphabet_size, s.slots, len(self.symbols)
-        W, h0, hd = np.zeros((N + 1, A)), np.zeros((N + 1, A)), np.zeros((N + 1, A))
+        s, p, sums, back = self.spec, self.params, self._sums, self._backprop
+        W, h0, hd = self._writing
+        for arr in (W, h0, hd, *sums):
+            arr.fill(0.0)
         accumulate_writing(self.symbols, self.chi, self.a, self.pi, W, h0, hd)
-        B, m = np.zeros((T + 1, N + 1)), np.zeros((T + 1, N + 1))
+        back.B[-1].fill(0.0)  # eq. 22's B^T = 0 (the modulus stays 0: NO_MODULUS)
         net = network(s, p)
         backward(net, Scored(self.symbols, self.symbols, self.chi), p.writing_weights, self.a, self.pi, NO_MODULUS,
-                 Backprop(B, m), np.zeros((3, N + 1)))
-        S, R = (A if s.gated else 1), (0 if s.gated else A)
-        sums = TransitionSums(np.zeros((S, N + 1, D)), np.zeros((R, N + 1)), np.zeros((S, N + 1, D, D)),
-                              np.zeros((R, N + 1)))
-        accumulate_transition(net, self.symbols, self.a, Backprop(B, m), True, sums)
-        v0 = B[0].copy()
+                 back, np.zeros((3, s.units + 1)))
+        accumulate_transition(net, self.symbols, self.a, back, True, sums)
+        v0 = back.B[0].copy()
         v0[0] = 0.0
         rho = sums.G_rho if not s.gated else np.zeros_like(p.input_weights)  # a gated model reads no rho
         grad = {"writing_weights": W, "transition_weights": sums.G, "input_weights": rho, "initial_potential": v0}

@@ -60,7 +60,7 @@ from ..kernels.elementary import IEEE, log_of, logistic, numerics_marker, tanh
 from ..kernels.forward import regularized_log2_probs, softmax_into
 from ..kernels.writing import accumulate_writing, diagonal_step
 from ..model import random_graph
-from .batch import Evaluation, RateControlled, TrainConfig
+from .batch import Evaluation, RateControlled, TrainConfig, checked_sequence
 
 GATE_I, GATE_F, GATE_G, GATE_O = range(4)  # rows of the gate weights and of a step's stored gates
 PEEP_I, PEEP_F, PEEP_O = range(3)  # rows of the peephole weights
@@ -236,36 +236,34 @@ def backward(inputs, W, P, w, x, chi, a, c, gates, pi, dh, dc, gW, gR, gP):
 NUMERICS = numerics_marker(IEEE)
 
 
-def _sequence(params: LSTMParams, symbols, predict_mask) -> tuple[np.ndarray, np.ndarray]:
-    """(x, chi) checked against ``params``: what a kernel may index with."""
-    x = np.ascontiguousarray(symbols, dtype=np.int64)
-    A = params.alphabet_size
-    if len(x) == 0:
-        raise ValueError("the sequence is empty")
-    if x.min() < 0 or x.max() >= A:
-        raise ValueError(f"symbols must be in [0, {A}), got range [{x.min()}, {x.max()}]")
-    chi = np.ones(len(x)) if predict_mask is None else np.ascontiguousarray(predict_mask, dtype=np.float64)
-    if chi.shape != x.shape:
-        raise ValueError(f"predict_mask must have shape ({len(x)},), got {chi.shape}")
-    return x, chi
-
-
-def log_likelihood(params: LSTMParams, symbols, predict_mask=None, buffers: Buffers | None = None) -> float:
-    """sum_t chi_t log pi_t(x_t) in nats (eq. 16) of ``params`` on ``symbols``."""
-    x, chi = _sequence(params, symbols, predict_mask)
+def _sequence(params: LSTMParams, symbols, predict_mask, buffers: Buffers | None = None):
+    """(x, chi) checked against ``params`` (``batch.checked_sequence``), and ``buffers`` (new if None) checked to
+    fit a pass over them."""
+    x, chi = checked_sequence(symbols, predict_mask, params.alphabet_size)
     b = buffers or Buffers.allocate(len(x), params.units, params.alphabet_size)
     if b.pi.shape != (len(x), params.alphabet_size) or b.a.shape != (len(x) + 1, params.units + 1):
         raise ValueError("buffers do not fit this sequence and network")
+    return x, chi, b
+
+
+def _run(params: LSTMParams, x: np.ndarray, chi: np.ndarray, b: Buffers) -> float:
+    """``forward`` on checked (x, chi) and buffers that fit them."""
     p = params
     return forward(p.inputs, p.gate_weights, p.input_weights, p.peepholes, p.writing_weights, x, chi,
                    b.a, b.c, b.gates, b.pi, NUMERICS)
 
 
+def log_likelihood(params: LSTMParams, symbols, predict_mask=None, buffers: Buffers | None = None) -> float:
+    """sum_t chi_t log pi_t(x_t) in nats (eq. 16) of ``params`` on ``symbols`` (the pass left in ``buffers``, if
+    given)."""
+    x, chi, b = _sequence(params, symbols, predict_mask, buffers)
+    return _run(params, x, chi, b)
+
+
 def gradient(params: LSTMParams, symbols, predict_mask=None) -> LSTMParams:
     """dL/dtheta of eq. (16)'s L in nats, as an ``LSTMParams`` (its ``inputs`` the graph's, unchanged)."""
-    x, chi = _sequence(params, symbols, predict_mask)
-    b = Buffers.allocate(len(x), params.units, params.alphabet_size)
-    log_likelihood(params, x, chi, b)
+    x, chi, b = _sequence(params, symbols, predict_mask)
+    _run(params, x, chi, b)
     g = LSTMParams(params.inputs.copy(), np.zeros_like(params.writing_weights), np.zeros_like(params.gate_weights),
                    np.zeros_like(params.input_weights), np.zeros_like(params.peepholes))
     h0, hd = np.zeros_like(g.writing_weights), np.zeros_like(g.writing_weights)
@@ -278,9 +276,8 @@ def gradient(params: LSTMParams, symbols, predict_mask=None) -> LSTMParams:
 
 def evaluate(params: LSTMParams, symbols, predict_mask=None, true_log2_likelihood=None) -> Evaluation:
     """Score a sequence with fixed parameters from the zero state, with seed 000 §4's regularisation."""
-    x, chi = _sequence(params, symbols, predict_mask)
-    b = Buffers.allocate(len(x), params.units, params.alphabet_size)
-    log_likelihood(params, x, chi, b)
+    x, chi, b = _sequence(params, symbols, predict_mask)
+    _run(params, x, chi, b)
     lp = np.empty(len(x))
     regularized_log2_probs(x, b.pi, lp)
     return Evaluation.of(lp, chi, true_log2_likelihood)
@@ -297,17 +294,10 @@ class LSTMTrainer(RateControlled):
         self.method = method
         self.config = config
         self.params = params.copy()
-        if len(np.asarray(symbols)) == 0:
-            raise ValueError("cannot train on an empty sequence")
-        self.symbols, self.chi = _sequence(params, symbols, predict_mask)
+        self.symbols, self.chi = checked_sequence(symbols, predict_mask, params.alphabet_size)
         T, N, A = len(self.symbols), params.units, params.alphabet_size
-        chi = self.chi
         self.symbol_counts = np.maximum(np.bincount(self.symbols, minlength=A).astype(np.float64), 1.0)
-        damping = config.writing_damping
-        predicted = np.bincount(self.symbols, weights=chi, minlength=A)
-        self.writing_damping = (predicted / max(chi.sum(), 1.0) + np.finfo(float).eps if damping is None
-                                else np.full(A, float(damping)))
-        self.rate_w = self.rate_tau = 1.0 / N if config.initial_rate is None else float(config.initial_rate)
+        self._start(N, A)
         self._current = Buffers.allocate(T, N, A)
         self._trial = Buffers.allocate(T, N, A)
         self.loglik = self._forward(self.params, self._current)
@@ -317,10 +307,9 @@ class LSTMTrainer(RateControlled):
         self._dh, self._dc = np.empty((T + 1, N + 1)), np.empty(N + 1)
         self._gW, self._gR, self._gP = (np.zeros_like(getattr(params, name))
                                         for name in ("gate_weights", "input_weights", "peepholes"))
-        self._start_history()
 
     def _forward(self, params: LSTMParams, buf: Buffers) -> float:
-        return log_likelihood(params, self.symbols, self.chi, buf)
+        return _run(params, self.symbols, self.chi, buf)
 
     def _writing_direction(self) -> dict[str, np.ndarray]:
         for arr in (self._W, self._h0, self._hd):
