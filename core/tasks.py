@@ -191,6 +191,39 @@ def xor_error_rate(correct_prob: np.ndarray) -> float:
     return float(np.mean(probs <= 0.5))
 
 
+def places(seq: TaskSequence) -> dict[str, np.ndarray]:
+    """Where in ``seq`` a model needs memory beyond the last few symbols: named boolean masks over its
+    positions, disjoint, with ``"the rest"`` covering what they leave; empty for a task without them.
+
+    * alphabet: the letter after a sub-block (``")"``), which only a model that kept its place in the
+      alphabet across the block predicts, and the symbol after a sub-sub-block (``"]"``), its place among the
+      digits.  A model that resumes at a random letter pays about log2(26) = 4.7 bits at each of the first
+      (seed 000, Section 4).
+    * music: the pitches, which follow the harmony of the bar, fixed by the bar's place in the 8-bar cycle.
+    * anbn: the b-lines (their b's and their end), determined by the a-line's length.
+
+    Seed 000's Table 1 gives one number per task; these split a model's regret by where it is paid
+    (``training.experiment`` reports the split at every checkpoint).
+    """
+    text = np.array(list(seq.text))
+    if seq.task == "alphabet":
+        after = np.concatenate(([""], text[:-1]))
+        named = {"resuming after a sub-block": after == ")", "resuming after a sub-sub-block": after == "]"}
+    elif seq.task == "music":
+        named = {"pitches": np.isin(text, list(set("".join(CHORDS.values()))))}
+    elif seq.task == "anbn":
+        b_line = np.zeros(text.size, dtype=bool)  # a line's "\n" ends the a's; the b's and their "\n" follow
+        is_b = text == "b"
+        b_line[is_b] = True
+        ends = np.flatnonzero((text == "\n") & np.concatenate(([False], is_b[:-1])))
+        b_line[ends] = True
+        named = {"b-lines": b_line}
+    else:
+        return {}
+    named["the rest"] = ~np.logical_or.reduce(list(named.values()))
+    return named
+
+
 def generate(task: str, rng: np.random.Generator, size: int | None = None, **options: int) -> TaskSequence:
     """Draw one sequence of ``task`` (seed 000, Section 4) using only ``rng``.
 

@@ -22,6 +22,18 @@ def test_train_json_reports_regret_rates_and_trajectory(capsys):
     assert out["experiment"]["task"] == "anbn"
 
 
+@pytest.mark.parametrize("args", [["--task", "anbn", "--size", "2", "--units", "4", "--steps", "4"],
+                                  ["--task", "alphabet", "--size", "30", "--model", "ctw"]])
+def test_train_splits_each_checkpoints_regret_over_the_tasks_places(capsys, args):
+    """``regret_by_place`` (``tasks.places``) adds up to the checkpoint's regret, for a batch and an online model."""
+    assert main(["train", *args, "--evaluations", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for point in out["validation_curve"]:
+        split = point["regret_by_place"]
+        assert "the rest" in split and len(split) == 2 + (out["experiment"]["task"] == "alphabet")
+        assert sum(split.values()) == pytest.approx(point["regret"], rel=1e-9, abs=1e-6)
+
+
 def test_train_human_output(capsys):
     assert main(["train", "--task", "music", "--size", "5", "--units", "4", "--steps", "4", "--evaluations", "2"]) == 0
     out = capsys.readouterr().out

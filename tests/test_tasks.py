@@ -345,3 +345,49 @@ def test_adding_baseline_is_the_entropy_of_the_sum_of_two_digits():
 def test_copying_and_adding_refuse_a_length_too_short(task, length):
     with pytest.raises(ValueError, match=f"{task} length must be"):
         generate(task, np.random.default_rng(0), 3, length=length)
+
+
+# --- places: where a model needs memory ------------------------------------------------------
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_places_are_disjoint_and_cover_the_sequence(task):
+    seq = small(task, 3)
+    where = tasks.places(seq)
+    if task in ("xor", "copying", "adding"):
+        assert where == {}
+        return
+    assert "the rest" in where and len(where) >= 2
+    stacked = np.stack(list(where.values()))
+    assert stacked.shape == (len(where), len(seq)) and stacked.dtype == bool
+    assert np.all(stacked.sum(axis=0) == 1)  # each position in exactly one place
+
+
+def test_alphabet_places_are_the_symbols_after_each_block():
+    seq = small("alphabet", 5)
+    text, where = seq.text, tasks.places(seq)
+    after_sub = [m.end() for m in re.finditer(r"\)", text)]
+    after_subsub = [m.end() for m in re.finditer(r"\]", text)]
+    assert after_sub and after_subsub  # the draw has both kinds of block
+    assert list(np.flatnonzero(where["resuming after a sub-block"])) == after_sub
+    assert list(np.flatnonzero(where["resuming after a sub-sub-block"])) == after_subsub
+    assert all(text[i] in tasks.LETTERS + "\n" for i in after_sub)
+    assert all(text[i] in tasks.DIGITS + ")" for i in after_subsub)
+
+
+def test_music_places_are_the_pitches():
+    seq = small("music", 2)
+    text, pitches = seq.text, tasks.places(seq)["pitches"]
+    bars = text.split("\n")[:-1]
+    notes = sum(len(bar.split(" ")) - 1 for bar in bars)  # a bar is its notes, then "|"
+    assert int(pitches.sum()) == notes
+    assert {text[i] for i in np.flatnonzero(pitches)} <= set("abcdefg")
+
+
+def test_anbn_b_lines_cost_nothing_under_the_true_law():
+    seq = small("anbn", 4)
+    text, b_lines = seq.text, tasks.places(seq)["b-lines"]
+    blocks = SMALL_SIZES["anbn"]
+    assert int(b_lines.sum()) == text.count("b") + blocks  # the b's and one end per block
+    assert np.all(seq.true_log2_prob[b_lines] == 0.0)  # determined by the a-line
+    assert seq.true_log2_prob[~b_lines].sum() == pytest.approx(seq.true_log2_likelihood)

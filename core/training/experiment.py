@@ -86,6 +86,15 @@ def _draw(exp: Experiment, stream: int, size: int | None) -> tasks.TaskSequence:
     return tasks.generate(exp.task, np.random.default_rng([exp.seed, stream]), size, **options)
 
 
+def regret_by_place(seq: tasks.TaskSequence, where: dict[str, np.ndarray], log2_probs: np.ndarray) -> dict:
+    """A model's regret on ``seq`` (bits; ``log2_probs`` its log2-probability of each symbol) split over the
+    task's places (``tasks.places``): the sum over each place's scored positions of truth minus model."""
+    scored = seq.predict_mask != 0.0
+    per_symbol = np.zeros(len(seq))
+    per_symbol[scored] = seq.predict_mask[scored] * (seq.true_log2_prob[scored] - log2_probs[scored])
+    return {name: float(per_symbol[mask].sum()) for name, mask in where.items()}
+
+
 def _trainer(exp: Experiment, train: tasks.TaskSequence, config: TrainConfig | None, A: int):
     """The trainer of ``exp``'s model on ``train``, and how it scores a sequence (an ``Evaluation``)."""
     rng = np.random.default_rng([exp.seed, 2])
@@ -156,7 +165,7 @@ def run_online(exp: Experiment, progress=None) -> Outcome:
     error = float(np.mean(bits[scored] >= 1.0)) if scored.any() else None
     point = {"seconds": seconds, "step": passes, "train_bits_per_symbol": -trajectory[-1] / len(train),
              "regret": regret, "error_rate": error, "xor_error_rate": error if exp.task == "xor" else None,
-             "stopping_regret": regret}
+             "stopping_regret": regret, "regret_by_place": regret_by_place(valid, tasks.places(valid), -bits)}
     if progress is not None:
         progress(point)
     return Outcome(experiment=exp, alphabet_size=A, train_symbols=len(train), validation_symbols=len(valid),
@@ -183,6 +192,7 @@ def run(exp: Experiment, config: TrainConfig | None = None, progress=None) -> Ou
     trainer, score = _trainer(exp, train, config, A)
 
     curve: list[dict] = []
+    where = tasks.places(valid)
 
     def checkpoint():
         ev, stop = score(trainer, valid), score(trainer, stopping)
@@ -196,6 +206,7 @@ def run(exp: Experiment, config: TrainConfig | None = None, progress=None) -> Ou
             "error_rate": ev.error_rate,
             "xor_error_rate": ev.error_rate if exp.task == "xor" else None,
             "stopping_regret": stop.regret,
+            "regret_by_place": regret_by_place(valid, where, ev.log2_probs),
         }
         curve.append(point)
         if progress is not None:
