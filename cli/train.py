@@ -93,13 +93,19 @@ def report(outcome) -> None:
         f"{e.task}: {what}, "
         f"{outcome.train_symbols} training / {outcome.validation_symbols} validation symbols"
     )
+    picked = min(outcome.validation_curve, key=lambda p: p["stopping_regret"])
+    split = "; ".join(f"{name} {bits:.1f}" for name, bits in picked.get("regret_by_place", {}).items())
     if e.model in ONLINE_MODELS:  # one figure: the validation sequence scored as it was learned
         print(f"  validation regret: {outcome.validation_regret:.1f} bits, scored as the learner went on learning")
+        if split:
+            print(f"    of which: {split}")
         print(f"  {outcome.train_seconds:.1f} CPU s")
         return
     print(f"  validation regret: {outcome.validation_regret:.1f} bits at the end; "
           f"{outcome.stopped_validation_regret:.1f} at the checkpoint an independent stopping sequence picks "
           f"({outcome.stopped_at_seconds:.0f} s); best checkpoint {outcome.best_validation_regret:.1f}")
+    if split:
+        print(f"    of which, at the picked checkpoint: {split}")
     if outcome.rate_w is None:  # EM
         print(f"  {outcome.steps} EM steps in {outcome.train_seconds:.1f} CPU s")
     elif e.method == "hf":

@@ -38,6 +38,7 @@ def test_train_human_output(capsys):
     assert main(["train", "--task", "music", "--size", "5", "--units", "4", "--steps", "4", "--evaluations", "2"]) == 0
     out = capsys.readouterr().out
     assert "validation regret" in out and "music: GLNN rbpm N=4" in out
+    assert "of which, at the picked checkpoint: pitches" in out  # where the regret is paid (tasks.places)
 
 
 def test_train_errors_are_one_line(capsys):
