@@ -13,6 +13,7 @@ Runs go two at a time (one core each); results are written to
     python bench/paper_table1.py --ctw                 # the sanity checks: CTW (a sweep) and bzip2 (a minute)
     python bench/paper_table1.py --hmm --budget-scale 0.1   # the HMM by EM over the paper's sizes
     python bench/paper_table1.py --whole --budget-scale 0.05  # every network row of Table 1, three sizes each
+    python bench/paper_table1.py --why whole.json --budget-scale 0.2   # each cell's winner again, 4x the time
 """
 
 from __future__ import annotations
@@ -23,18 +24,12 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import command_line, machine, report, run_all  # noqa: E402
 
 PAPER_BUDGET = {"alphabet": 1800.0, "music": 600.0, "anbn": 600.0}
-PAPER = {  # seed 000, Table 1 (bits)
-    ("glnn", "rbpm"): {"alphabet": 644.2, "music": 1055.9, "anbn": 30.0},
-    ("glnn", "ruop"): {"alphabet": 1011.9, "music": 1055.9, "anbn": 29.7},
-    ("rnn", "dhfb"): {"alphabet": 7616.8, "music": 2898.9, "anbn": 122.4},
-    ("rnn", "rms"): {"alphabet": 6721.5, "music": 2295.0, "anbn": 129.9},
-    ("rnn", "qdrbpm"): {"alphabet": 3623.9, "music": 1224.3, "anbn": 106.0},
-    ("glnn", "dhfb"): {"alphabet": 5883.9, "music": 3616.4, "anbn": 74.4},
-}
 # (model, method, units, degree) per task; sizes from the paper's sweep 4 * sqrt(2)^k
 DEFAULT_RUNS = {
     "alphabet": [("glnn", "rbpm", 23, 3), ("rnn", "dhfb", 45, 3)],
@@ -79,13 +74,34 @@ def table1(args) -> str:
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for (task, model, method, units, degree, seed, seconds), res in zip(labels, results):
-        paper = PAPER.get((model, method), {}).get(task)
+        paper = PAPER_ROWS.get((model, method), {}).get(task)
         lines.append(
             f"| {task} | {model.upper()} {method} | {units} | {degree} | {seed} | {seconds:.0f} s | {res['train_seconds']:.0f} s | "
             f"{res['steps']} | {res['validation_regret']:.1f} | {res['stopped_validation_regret']:.1f} | "
             f"{res['best_validation_regret']:.1f} | "
             f"{'' if paper is None else f'{paper:.1f}'} |"
         )
+    if any(pick_of(res).get("regret_by_place") for res in results):  # where each run's regret is paid
+        lines += ["", "| task | model / method | N | seed | early-stopped regret (bits) | of which, by place "
+                      "(`tasks.places`) | paper (bits) |", "|---|---|---:|---:|---:|---|---:|"]
+        for (task, model, method, units, degree, seed, seconds), res in zip(labels, results):
+            split = pick_of(res).get("regret_by_place") or {}
+            paper = PAPER_ROWS.get((model, method), {}).get(task)
+            lines.append(f"| {task} | {model.upper()} {method} | {units} | {seed} | "
+                         f"{res['stopped_validation_regret']:,.1f} | "
+                         + "; ".join(f"{name} {bits:,.1f}" for name, bits in split.items())
+                         + f" | {'' if paper is None else f'{paper:,.1f}'} |")
+    groups: dict = {}
+    for (task, model, method, units, degree, seed, seconds), res in zip(labels, results):
+        groups.setdefault((task, model, method, units, degree), []).append(res["stopped_validation_regret"])
+    if any(len(g) > 1 for g in groups.values()):  # several draws of the task: how much one cell moves with them
+        lines += ["", "| task | model / method | N | d | draws | early-stopped regret: least | median | most "
+                      "| paper (bits) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for (task, model, method, units, degree), regrets in groups.items():
+            paper = PAPER_ROWS.get((model, method), {}).get(task)
+            lines.append(f"| {task} | {model.upper()} {method} | {units} | {degree} | {len(regrets)} | "
+                         f"{min(regrets):,.1f} | {float(np.median(regrets)):,.1f} | {max(regrets):,.1f} | "
+                         f"{'' if paper is None else f'{paper:,.1f}'} |")
     return "\n".join(lines)
 
 
@@ -207,6 +223,73 @@ def whole(args) -> str:
     return "\n".join(lines)
 
 
+def pick(curve: list[dict], seconds: float) -> dict:
+    """The checkpoint the stopping sequence picks among those reached within ``seconds`` of training (2 %
+    slack: a run's last checkpoint comes as its budget is spent, a step past it)."""
+    return min((p for p in curve if p["seconds"] <= 1.02 * seconds), key=lambda p: p["stopping_regret"])
+
+
+def pick_of(res: dict) -> dict:
+    """The checkpoint of a run's curve that its stopping sequence picked (the early-stopped regret's)."""
+    return pick(res["validation_curve"], float("inf"))
+
+
+def why(args) -> str:
+    """Each cell's winning size from saved ``--whole`` results, trained again for ``--budget-scale`` of the
+    paper's budget without the patience rule; the stopping sequence's pick is read off the one run at each
+    budget a ``--whole`` run could have had (1/20, 1/10, ...), so the table shows how much of each cell's
+    distance to the paper more time closes, and whether the run was still improving when it ended."""
+    earlier: dict = {}
+    for name in args.why:
+        for res in json.loads(Path(name).read_text()):
+            e = res["experiment"]
+            key = (e["model"], e["method"], e["task"])
+            if key not in earlier or res["stopped_validation_regret"] < earlier[key]["stopped_validation_regret"]:
+                earlier[key] = res
+    skip = {tuple(s.split(":")) for s in args.skip or ()}
+    rows = [tuple(r.split(":")) for r in args.rows] if args.rows else list(PAPER_ROWS)
+    cells = [(m, me, t) for (m, me) in rows for t in args.tasks if (m, me, t) in earlier and (m, me, t) not in skip]
+    jobs = []
+    for model, method, task in cells:
+        e = earlier[model, method, task]["experiment"]
+        jobs.append(["train", "--task", task, "--model", model, "--method", method, "--units", str(e["units"]),
+                     "--degree", str(e["degree"]), "--seconds", str(PAPER_BUDGET[task] * args.budget_scale),
+                     "--evaluations", str(args.evaluations)]
+                    + (["--patience", str(args.patience)] if args.patience else []))
+    t0 = time.time()
+
+    def done(k, res):
+        model, method, task = cells[k]
+        print(f"[{time.time() - t0:7.0f} s] {task:8s} {model}/{method} N={res['experiment']['units']}: early-stopped "
+              f"{res['stopped_validation_regret']:.1f} ({res['steps']} steps, {res['train_seconds']:.0f} s)", flush=True)
+
+    results = run_all(jobs, args.jobs, done)
+    if args.save:
+        Path(args.save).write_text(json.dumps(results))
+    scales = [s for s in (0.05, 0.1, 0.2, 0.5, 1.0) if s <= args.budget_scale + 1e-9]
+    head = " | ".join(f"{s:g} of the budget" for s in scales)
+    lines = [f"| row | task | N | paper | earlier run (0.05, patience) | {head} | steps | best checkpoint at "
+             "| distance to the paper closed |", "|---|---|---:|---:|---:|" + "---:|" * len(scales) + "---:|---:|---:|"]
+    for (model, method, task), res in zip(cells, results):
+        paper = PAPER_ROWS[model, method][task]
+        before = earlier[model, method, task]
+        at = [pick(res["validation_curve"], PAPER_BUDGET[task] * s)["regret"] for s in scales]
+        end = pick(res["validation_curve"], float("inf"))
+        last = res["validation_curve"][-1]
+        where = "the last checkpoint" if end is last else f"{end['seconds']:.0f} s of {res['train_seconds']:.0f} s"
+        closed = (at[0] - at[-1]) / (at[0] - paper) if at[0] > paper else float("nan")
+        lines.append(f"| {model.upper()} {method} | {task} | {res['experiment']['units']} | {paper:,.1f} | "
+                     f"{before['stopped_validation_regret']:,.1f}{' (stopped early)' if before['stopped_early'] else ''} | "
+                     + " | ".join(f"{a:,.1f}" for a in at)
+                     + f" | {res['steps']} | {where} | {100 * closed:.0f} % |")
+    lines += ["", "Validation regret (bits) at the checkpoint the independent stopping sequence picks among those "
+                  "reached within each budget, all from one run per cell (the size that won the cell in the saved "
+                  f"runs, degree 3, seed 0; patience {args.patience or 'none'}, {args.evaluations} log-spaced "
+                  "checkpoints; a column reads the checkpoints up to 2 % past its budget); \"distance closed\" is the fall from the first budget column to the last as a "
+                  "share of the first column's distance to the paper. Paper: seed 000's Table 1."]
+    return "\n".join(lines)
+
+
 PAPER_HMM = {"alphabet": 10212.0, "music": 4818.1, "anbn": 125.7}  # seed 000, Table 1, "Hidden Markov model"
 HMM_SIZES = {"alphabet": (4, 8, 16, 32, 64, 128, 256), "music": (4, 8, 16, 32, 64, 128, 256),
              "anbn": (4, 8, 16, 32, 64)}  # the paper's sweep (4 to 512 / 256 / 64 units), by factors of 2
@@ -298,6 +381,10 @@ def main() -> int:
     p.add_argument("--whole", action="store_true", help="run every network row of Table 1, three sizes per task")
     p.add_argument("--rows", nargs="+", metavar="MODEL:METHOD",
                    help="with --whole: only these rows (e.g. batch-lstm:plain batch-lstm:dhfb; default every row)")
+    p.add_argument("--why", nargs="+", metavar="SAVED.json",
+                   help="train each cell's winner in these saved --whole results again for --budget-scale of the "
+                        "paper's budget and show what the extra time buys")
+    p.add_argument("--skip", nargs="+", metavar="MODEL:METHOD:TASK", help="with --why: cells not to run again")
     p.add_argument("--xor-length", type=int, default=20)
     p.add_argument("--xor-seeds", type=int, default=8)
     p.add_argument("--xor-lines", type=int, default=10000)
@@ -308,9 +395,9 @@ def main() -> int:
     p.add_argument("--no-write", action="store_true", help="print the table without touching docs/benchmarks.md")
     args = p.parse_args()
     body = (ctw(args) if args.ctw else xor(args) if args.xor else hmm(args) if args.hmm else whole(args) if args.whole
-            else table1(args))
+            else why(args) if args.why else table1(args))
     section = args.section or ("paper_ctw" if args.ctw else "paper_xor" if args.xor else "paper_hmm" if args.hmm else
-                               "paper_whole" if args.whole else
+                               "paper_whole" if args.whole else "paper_why" if args.why else
                                ("paper_table1" if args.budget_scale == 1.0 else "paper_table1_quick"))
     text = f"Command: `{command_line('paper_table1.py')}`  \nMachine: {machine()}\n\n{body}\n"
     report(section, text, not args.no_write)
