@@ -38,6 +38,23 @@ DEFAULT_RUNS = {
 }
 
 
+def paper_cell(model: str, method: str, task: str, spec: str = ",.1f") -> str:
+    """The paper's figure for a cell of Table 1, formatted by ``spec``; empty for a row the table does not have."""
+    paper = PAPER_ROWS.get((model, method), {}).get(task)
+    return "" if paper is None else format(paper, spec)
+
+
+def winners(results: list[dict]) -> dict:
+    """The run with the least early-stopped regret per cell (model, method, task) among ``results``."""
+    best: dict = {}
+    for res in results:
+        e = res["experiment"]
+        key = (e["model"], e["method"], e["task"])
+        if key not in best or res["stopped_validation_regret"] < best[key]["stopped_validation_regret"]:
+            best[key] = res
+    return best
+
+
 def parse_run(text: str) -> tuple[str, str, str, int, int, int | None]:
     """TASK:MODEL:METHOD:UNITS:DEGREE[:SEED]"""
     task, model, method, units, degree, *seed = text.split(":")
@@ -74,23 +91,19 @@ def table1(args) -> str:
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for (task, model, method, units, degree, seed, seconds), res in zip(labels, results):
-        paper = PAPER_ROWS.get((model, method), {}).get(task)
         lines.append(
             f"| {task} | {model.upper()} {method} | {units} | {degree} | {seed} | {seconds:.0f} s | {res['train_seconds']:.0f} s | "
             f"{res['steps']} | {res['validation_regret']:.1f} | {res['stopped_validation_regret']:.1f} | "
-            f"{res['best_validation_regret']:.1f} | "
-            f"{'' if paper is None else f'{paper:.1f}'} |"
+            f"{res['best_validation_regret']:.1f} | {paper_cell(model, method, task, '.1f')} |"
         )
-    if any(pick_of(res).get("regret_by_place") for res in results):  # where each run's regret is paid
+    if any(res["stopped_regret_by_place"] for res in results):  # where each run's regret is paid
         lines += ["", "| task | model / method | N | seed | early-stopped regret (bits) | of which, by place "
                       "(`tasks.places`) | paper (bits) |", "|---|---|---:|---:|---:|---|---:|"]
         for (task, model, method, units, degree, seed, seconds), res in zip(labels, results):
-            split = pick_of(res).get("regret_by_place") or {}
-            paper = PAPER_ROWS.get((model, method), {}).get(task)
             lines.append(f"| {task} | {model.upper()} {method} | {units} | {seed} | "
                          f"{res['stopped_validation_regret']:,.1f} | "
-                         + "; ".join(f"{name} {bits:,.1f}" for name, bits in split.items())
-                         + f" | {'' if paper is None else f'{paper:,.1f}'} |")
+                         + "; ".join(f"{name} {bits:,.1f}" for name, bits in res["stopped_regret_by_place"].items())
+                         + f" | {paper_cell(model, method, task)} |")
     groups: dict = {}
     for (task, model, method, units, degree, seed, seconds), res in zip(labels, results):
         groups.setdefault((task, model, method, units, degree), []).append(res["stopped_validation_regret"])
@@ -98,10 +111,9 @@ def table1(args) -> str:
         lines += ["", "| task | model / method | N | d | draws | early-stopped regret: least | median | most "
                       "| paper (bits) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
         for (task, model, method, units, degree), regrets in groups.items():
-            paper = PAPER_ROWS.get((model, method), {}).get(task)
             lines.append(f"| {task} | {model.upper()} {method} | {units} | {degree} | {len(regrets)} | "
                          f"{min(regrets):,.1f} | {float(np.median(regrets)):,.1f} | {max(regrets):,.1f} | "
-                         f"{'' if paper is None else f'{paper:,.1f}'} |")
+                         f"{paper_cell(model, method, task)} |")
     return "\n".join(lines)
 
 
@@ -201,16 +213,13 @@ def whole(args) -> str:
     results = run_all(jobs, args.jobs, done)
     if args.save:
         Path(args.save).write_text(json.dumps(results))
-    best: dict = {}
-    for (model, method, task, units), res in zip(labels, results):
-        key = (model, method, task)
-        if key not in best or res["stopped_validation_regret"] < best[key][1]:
-            best[key] = (units, res["stopped_validation_regret"])
+    best = winners(results)
     head = " | ".join(f"{task}: here (N) | paper" for task in args.tasks)
     lines = [f"| model, method | {head} |", "|---|" + "---:|---:|" * len(args.tasks)]
     for model, method in rows:
         paper = PAPER_ROWS[model, method]
-        cells = " | ".join(f"{best[model, method, task][1]:,.1f} ({best[model, method, task][0]}) | {paper[task]:,.1f}"
+        cells = " | ".join(f"{best[model, method, task]['stopped_validation_regret']:,.1f} "
+                           f"({best[model, method, task]['experiment']['units']}) | {paper[task]:,.1f}"
                            for task in args.tasks)
         lines.append(f"| {model.upper()} {method} | {cells} |")
     budgets = ", ".join(f"{task} {PAPER_BUDGET[task] * args.budget_scale:.0f} s" for task in args.tasks)
@@ -229,23 +238,12 @@ def pick(curve: list[dict], seconds: float) -> dict:
     return min((p for p in curve if p["seconds"] <= 1.02 * seconds), key=lambda p: p["stopping_regret"])
 
 
-def pick_of(res: dict) -> dict:
-    """The checkpoint of a run's curve that its stopping sequence picked (the early-stopped regret's)."""
-    return pick(res["validation_curve"], float("inf"))
-
-
 def why(args) -> str:
     """Each cell's winning size from saved ``--whole`` results, trained again for ``--budget-scale`` of the
     paper's budget without the patience rule; the stopping sequence's pick is read off the one run at each
     budget a ``--whole`` run could have had (1/20, 1/10, ...), so the table shows how much of each cell's
     distance to the paper more time closes, and whether the run was still improving when it ended."""
-    earlier: dict = {}
-    for name in args.why:
-        for res in json.loads(Path(name).read_text()):
-            e = res["experiment"]
-            key = (e["model"], e["method"], e["task"])
-            if key not in earlier or res["stopped_validation_regret"] < earlier[key]["stopped_validation_regret"]:
-                earlier[key] = res
+    earlier = winners([res for name in args.why for res in json.loads(Path(name).read_text())])
     skip = {tuple(s.split(":")) for s in args.skip or ()}
     rows = [tuple(r.split(":")) for r in args.rows] if args.rows else list(PAPER_ROWS)
     cells = [(m, me, t) for (m, me) in rows for t in args.tasks if (m, me, t) in earlier and (m, me, t) not in skip]
@@ -283,8 +281,8 @@ def why(args) -> str:
                      + " | ".join(f"{a:,.1f}" for a in at)
                      + f" | {res['steps']} | {where} | {100 * closed:.0f} % |")
     lines += ["", "Validation regret (bits) at the checkpoint the independent stopping sequence picks among those "
-                  "reached within each budget, all from one run per cell (the size that won the cell in the saved "
-                  f"runs, degree 3, seed 0; patience {args.patience or 'none'}, {args.evaluations} log-spaced "
+                  "reached within each budget, all from one run per cell (the size and degree that won the cell in "
+                  f"the saved runs, seed 0; patience {args.patience or 'none'}, {args.evaluations} log-spaced "
                   "checkpoints; a column reads the checkpoints up to 2 % past its budget); \"distance closed\" is the fall from the first budget column to the last as a "
                   "share of the first column's distance to the paper. Paper: seed 000's Table 1."]
     return "\n".join(lines)

@@ -93,8 +93,7 @@ def report(outcome) -> None:
         f"{e.task}: {what}, "
         f"{outcome.train_symbols} training / {outcome.validation_symbols} validation symbols"
     )
-    picked = min(outcome.validation_curve, key=lambda p: p["stopping_regret"])
-    split = "; ".join(f"{name} {bits:.1f}" for name, bits in picked.get("regret_by_place", {}).items())
+    split = "; ".join(f"{name} {bits:.1f}" for name, bits in outcome.stopped_regret_by_place.items())
     if e.model in ONLINE_MODELS:  # one figure: the validation sequence scored as it was learned
         print(f"  validation regret: {outcome.validation_regret:.1f} bits, scored as the learner went on learning")
         if split:

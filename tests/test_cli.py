@@ -32,6 +32,8 @@ def test_train_splits_each_checkpoints_regret_over_the_tasks_places(capsys, args
         split = point["regret_by_place"]
         assert "the rest" in split and len(split) == 2 + (out["experiment"]["task"] == "alphabet")
         assert sum(split.values()) == pytest.approx(point["regret"], rel=1e-9, abs=1e-6)
+    picked = min(out["validation_curve"], key=lambda p: p["stopping_regret"])
+    assert out["stopped_regret_by_place"] == picked["regret_by_place"]  # the early-stopped regret's split
 
 
 def test_train_human_output(capsys):

@@ -70,6 +70,7 @@ class Outcome:
     stopped_validation_regret: float  # at the checkpoint chosen on a third, independent stopping sequence
     stopped_validation_error_rate: float | None
     stopped_at_seconds: float
+    stopped_regret_by_place: dict  # that checkpoint's regret split over the task's places (tasks.places)
     trajectory: list[float] = field(repr=False)  # training log2-likelihood after every step
     validation_curve: list[dict] = field(repr=False)  # checkpoints: seconds, step, regret, error rate
     wall_seconds: float = 0.0
@@ -174,7 +175,8 @@ def run_online(exp: Experiment, progress=None) -> Outcome:
                    validation_regret=regret, validation_error_rate=error, best_validation_regret=regret,
                    best_validation_error_rate=error, best_at_seconds=seconds, stopped_early=False,
                    stopped_validation_regret=regret, stopped_validation_error_rate=error, stopped_at_seconds=seconds,
-                   trajectory=trajectory, validation_curve=[point], wall_seconds=time.perf_counter() - wall0)
+                   stopped_regret_by_place=point["regret_by_place"], trajectory=trajectory, validation_curve=[point],
+                   wall_seconds=time.perf_counter() - wall0)
 
 
 def run(exp: Experiment, config: TrainConfig | None = None, progress=None) -> Outcome:
@@ -264,6 +266,7 @@ def run(exp: Experiment, config: TrainConfig | None = None, progress=None) -> Ou
         stopped_validation_regret=stopped["regret"],
         stopped_validation_error_rate=stopped["error_rate"],
         stopped_at_seconds=stopped["seconds"],
+        stopped_regret_by_place=stopped["regret_by_place"],
         trajectory=[r.log2_likelihood for r in trainer.history],
         validation_curve=curve,
         wall_seconds=time.perf_counter() - wall0,
