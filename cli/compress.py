@@ -19,27 +19,22 @@ from __future__ import annotations
 
 import argparse
 import os
-import queue
-import signal
 import sys
 import threading
 import time
-import zlib
 
 from seqd import __version__
 from seqd.core import container, limits
-from seqd.core.container import BlockEncoder, FormatError, Header
+from seqd.core.container import FormatError, Header
 
-from ._decode import PROGRESS_STEP, Reader, Sink, decode_stream
+from ._decode import Reader, Sink, decode_stream
+from ._encode import READ_SIZE, compress_blocks, follow
 from ._display import Progress, parse_size
 from ._files import FileProblem, Output, explain, open_input, output_name
 from ._inspect import model_name, print_table, scan, writer_version
 from ._follow import Follower
-from ._io import read_block
-from ._parallel import ordered_map
 from ._report import FileReport, Messages, dump_json, exit_code, verbose_line
 
-READ_SIZE = 1 << 16
 FOLLOW_POLL_SECONDS = 0.1  # --follow: how often the drained input is looked at again
 
 
@@ -73,7 +68,8 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line, no warnings")
     p.add_argument("-V", "--version", action="version", version=f"seqd {__version__}")
     p.add_argument("-T", "--threads", type=int, default=1, metavar="N",
-                   help="code N blocks at once on N cores (default 1; 0 = every core)")
+                   help="code N chains of blocks at once on N cores (default 1; 0 = every core); a file is one "
+                        "chain unless --chain-size bounds them")
     p.add_argument("--json", action="store_true",
                    help="a JSON report of every file on standard output (standard error when data goes there)")
     shown = {1: "compressing: fastest, smallest model (2 MiB)",
@@ -84,7 +80,12 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--level", type=_level, default=container.DEFAULT_LEVEL, metavar="N",
                    help="compressing: level N, as -N")
     p.add_argument("--block-size", type=_block_size, default=None, metavar="SIZE",
-                   help="compressing: bytes per independently decodable block (K/M/G suffixes; default 4M)")
+                   help="compressing: bytes per block, each with its checksums (K/M/G suffixes; default 4M)")
+    p.add_argument("--chain-size", type=_block_size, default=None, metavar="SIZE",
+                   help="compressing: start a fresh model once a chain of blocks holds SIZE bytes (a multiple "
+                        "of the block size). Default: one model learns the whole input, remembering all of it "
+                        "(within its 64 MiB of history); bounded chains compress worse, but -T codes them in "
+                        "parallel and damage to a block loses only the rest of its chain")
     p.add_argument("--follow", action="store_true",
                    help="compressing: keep compressing FILE as it grows, through log rotation (like tail -F), "
                         "until interrupted; implies -k")
@@ -140,7 +141,8 @@ def _check(args, mode: str) -> None:
             raise ValueError("-o names the output of a single input: with several inputs, drop -o (each gets "
                              "its own file) or use -c")
     if mode != "compress":
-        for flag, given in (("--block-size", args.block_size is not None), ("--follow", args.follow)):
+        for flag, given in (("--block-size", args.block_size is not None), ("--chain-size", args.chain_size is not None),
+                            ("--follow", args.follow)):
             if given:
                 raise ValueError(f"{flag} applies when compressing only")
     elif args.salvage:
@@ -172,6 +174,8 @@ def run(args) -> int:
     _check(args, mode)
     args.threads = args.threads or os.cpu_count() or 1
     args.block_size = args.block_size or container.DEFAULT_BLOCK_SIZE
+    if mode == "compress" and args.chain_size is not None:
+        container.check_chain_size(args.chain_size, args.block_size)
     names = args.files or ["-"]
     messages = Messages(args.command, args.quiet)
     reports = [_one(name, mode, args, messages) for name in names]
@@ -269,10 +273,11 @@ def _compress_file(name: str, args, report: FileReport) -> bool:
             out.write(header.to_bytes())
             if args.follow:
                 growing = Follower(name, READ_SIZE, poll=FOLLOW_POLL_SECONDS, keep_going=lambda: not stop.is_set())
-                n_in, n_out, crc, failure = _follow(growing, stop, out, config, args, _Rate(progress))
+                n_in, n_out, crc, failure = follow(growing, stop, out, config, args, _Rate(progress))
             else:
                 failure = None
-                n_in, n_out, crc = compress_blocks(src.file, out, config, block_size, args.threads, _Rate(progress))
+                n_in, n_out, crc = compress_blocks(src.file, out, config, block_size, args.threads, _Rate(progress),
+                                                   args.chain_size)
             out.write(container.end_record(n_in, crc))
             progress.clear()
             out.commit(_followed_meta(name, src.stat) if args.follow else src.stat)
@@ -302,132 +307,6 @@ def _followed_meta(name: str, first: os.stat_result) -> os.stat_result:
         return first
 
 
-def compress_blocks(reader, target, config, block_size, threads, progress) -> tuple[int, int, int]:
-    """Read, code (``threads`` blocks at once) and write blocks in order; returns (bytes in, bytes out, crc).
-
-    ``progress.show(bytes in, bytes out)`` is called every ``PROGRESS_STEP``
-    bytes coded, with the coder's output so far, so the line's rate and bits
-    per byte move within a block (a 4 MB block takes about a minute on one core).
-    """
-    n_in = n_out = crc = 0
-    if threads == 1:
-        encoder = BlockEncoder(config)
-        while block := read_block(reader, block_size, READ_SIZE):
-            base = n_in
-            record = encoder.encode(block, progress=lambda k, coded: progress.show(base + k, n_out + coded),
-                                    step=PROGRESS_STEP)
-            crc = zlib.crc32(block, crc)
-            n_in += len(block)
-            n_out += len(record)
-            target.write(record)
-        return n_in, n_out, crc
-
-    inflight: dict[int, tuple[int, int]] = {}  # block number -> (bytes coded, payload bytes), while it is coded
-    lock = threading.Lock()
-
-    def blocks():
-        nonlocal crc
-        k = 0
-        while block := read_block(reader, block_size, READ_SIZE):
-            crc = zlib.crc32(block, crc)
-            yield k, block
-            k += 1
-
-    def encode(item: tuple[int, bytes]) -> tuple[int, int, bytes]:
-        k, block = item
-
-        def show(done: int, coded: int) -> None:
-            with lock:
-                inflight[k] = done, coded
-                coding = sum(d for d, _ in inflight.values())
-                written = sum(c for _, c in inflight.values())
-            progress.show(n_in + coding, n_out + written)
-
-        record = BlockEncoder(config).encode(block, progress=show, step=PROGRESS_STEP)
-        return k, len(block), record
-
-    for k, length, record in ordered_map(encode, blocks(), threads):
-        with lock:
-            inflight.pop(k, None)
-        n_in += length
-        n_out += len(record)
-        target.write(record)
-    return n_in, n_out, crc
-
-
-def _follow(growing: Follower, stop: threading.Event, target, config, args,
-            progress) -> tuple[int, int, int, Exception | None]:
-    """Compress a growing file until SIGINT/SIGTERM; a block is written at least every --flush-seconds.
-
-    Blocks written between two fresh starts continue one learner (CONTINUES),
-    so frequent flushes cost only the coder's few bytes each; a fresh block
-    starts once --block-size bytes were coded since the last one.  ``growing``
-    yields the file's chunks, through rotation and truncation (``tail -F``,
-    ``_follow.py``), until ``stop`` is set.  Returns (bytes in, bytes out, crc, the error that ended the
-    reading, or None): a file that can no longer be read stops the follow as a signal does, what was read is
-    still coded, and the caller finishes the output before it reports the error.
-    """
-    chunks: queue.Queue = queue.Queue(maxsize=64)
-
-    def on_signal(signum, frame):
-        stop.set()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-
-    failure: list[Exception] = []
-
-    def pump():
-        try:
-            for chunk in growing:
-                chunks.put(chunk)
-                if stop.is_set():
-                    return
-        except Exception as exc:  # the file can no longer be read (an I/O error, its permission taken away)
-            failure.append(exc)
-            stop.set()
-
-    thread = threading.Thread(target=pump, daemon=True)
-    thread.start()
-    encoder = BlockEncoder(config)
-    n_in = n_out = crc = 0
-    since_fresh = 0
-    pending: list[bytes] = []
-    deadline = time.monotonic() + args.flush_seconds
-    try:
-        while True:
-            try:
-                pending.append(chunks.get(timeout=0.1))
-            except queue.Empty:
-                pass
-            size = sum(map(len, pending))
-            now = time.monotonic()
-            finishing = stop.is_set()
-            if finishing:
-                while not chunks.empty():
-                    pending.append(chunks.get_nowait())
-                size = sum(map(len, pending))
-            if size and (now >= deadline or size >= args.block_size or finishing):
-                data = b"".join(pending)
-                pending = []
-                continues = since_fresh > 0 and since_fresh + len(data) <= args.block_size
-                record = encoder.encode(data, continues=continues)
-                since_fresh = since_fresh + len(data) if continues else len(data)
-                crc = zlib.crc32(data, crc)
-                n_in += len(data)
-                n_out += len(record)
-                target.write(record)
-                target.sync()
-                progress.show(n_in, n_out)
-            if now >= deadline:
-                deadline = now + args.flush_seconds
-            if finishing:
-                return n_in, n_out, crc, failure[0] if failure else None  # (recorded before its stop was set)
-    finally:
-        stop.set()
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-
-
 # -- decompress, test, list ---------------------------------------------------------------------------
 
 def _decompress_file(name: str, args, report: FileReport, test: bool) -> bool:
@@ -444,8 +323,9 @@ def _decompress_file(name: str, args, report: FileReport, test: bool) -> bool:
         progress = _progress(os.path.basename(name) if src.path else "stdin", None, args)
         try:
             def within_limit(header: Header) -> None:  # before the header's model is built
+                learners = 1 if header.chain_size is None else args.threads  # one chain: one learner at a time
                 limits.check_memory(header.config, header.block_size, args.memory_limit,
-                                    name=name if src.path else "standard input", learners=args.threads,
+                                    name=name if src.path else "standard input", learners=learners,
                                     option="--memory-limit")
 
             decoded = decode_stream(reader, out or Sink(), args.threads, args.salvage, report.warnings, progress,

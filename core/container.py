@@ -29,7 +29,7 @@ from .online import OnlineConfig, OnlineLearner
 from .online.codec import decode_symbols, encode_symbols, freq_buffer, max_encoded_bytes
 
 MAGIC = b"\x89SQD\r\n\x1a\n"  # non-ASCII first byte and CR LF / ^Z / LF catch text-mode mangling, as PNG's does
-FORMAT_VERSION = 2  # 1: exp/log/tanh from the C library; 2: seqd's own (docs/format.md)
+FORMAT_VERSION = 3  # 1: exp/log/tanh from the C library; 2: seqd's own; 3: chains of any length (docs/format.md)
 OLDEST_FORMAT = 1  # every version from here to FORMAT_VERSION decodes (tests/corpus)
 DEFAULT_BLOCK_SIZE = 4 << 20
 MAX_BLOCK_SIZE = 1 << 30
@@ -65,6 +65,7 @@ PRESETS = {
         "writing_evidence_floor": 1.0,  # its writing sums were discounted by the clock
         "credit_horizon": 0,  # nor credit beyond the window for its units' transitions
         "close_escape": False,  # the escape kept its share until the window that filled the alphabet ended
+        "table_growth": False,  # its tables had their full size from the start, with seqd 0.16's slots and tags
     },
 }
 PRESETS["bytes-2"] = {**PRESETS["bytes-1"], "numerics": "ieee"}  # bytes-1 with seqd's own exp/log/tanh
@@ -80,7 +81,9 @@ PRESETS["bytes-8"] = {**PRESETS["bytes-7"], "field_selecting_fields": 16,  # byt
 PRESETS["bytes-9"] = {**PRESETS["bytes-8"], "unit_selected_weights": True,  # bytes-8, the unit-selected weights
                       "probability_maps": True}  # and the probability maps
 PRESETS["bytes-10"] = {**PRESETS["bytes-9"], "close_escape": True}  # bytes-9, the escape closed when the alphabet fills
-PRESET = "bytes-10"
+PRESETS["bytes-11"] = {**PRESETS["bytes-10"], "history_bits": 26, "match_bits": 22,  # bytes-10 with 64 MiB of history
+                       "context_bits": 18, "table_growth": True}  # and tables that grow, up to 2^18 slots a source
+PRESET = "bytes-11"
 
 
 class FormatError(ValueError):
@@ -94,12 +97,17 @@ class Header:
     build: str  # what produced the file: seqd, numba and numpy versions, the CPU target (informative)
     size: int = 0  # bytes the header took in the file it was read from
     preset: str = PRESET  # the preset a file read names; to_bytes always writes PRESET and the settings that differ
+    version: int = FORMAT_VERSION  # the format version a file read has; to_bytes always writes FORMAT_VERSION
+    # the most original bytes a chain (a FRESH block and the CONTINUES blocks after it) holds; None: any number
+    # (the whole file may be one chain, learned by one model).  Before format 3, the block size.
+    chain_size: int | None = None
 
     def to_bytes(self) -> bytes:
         check_config(self.config)
         settings = json.loads(json.dumps(dataclasses.asdict(self.config)))  # tuples as lists, like the presets
         changed = {k: v for k, v in settings.items() if PRESETS[PRESET].get(k, object()) != v}
-        meta = {"preset": PRESET, "config": changed, "block_size": self.block_size, "build": self.build}
+        meta = {"preset": PRESET, "config": changed, "block_size": self.block_size,
+                "chain_size": self.chain_size or 0, "build": self.build}
         body = json.dumps(meta, sort_keys=True, separators=(",", ":")).encode()
         head = _HEAD.pack(MAGIC, FORMAT_VERSION, 0, len(body)) + body
         return head + struct.pack("<I", zlib.crc32(head))
@@ -186,14 +194,24 @@ def end_record(total_length: int, crc: int) -> bytes:
     return struct.pack("<B", END_KIND) + _END.pack(total_length, crc)
 
 
-def compress(data: bytes, config: OnlineConfig | None = None, block_size: int = DEFAULT_BLOCK_SIZE) -> bytes:
-    """The whole ``.sqd`` file for ``data``, in memory (for files, ``seqd compress`` streams)."""
+def compress(data: bytes, config: OnlineConfig | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
+             chain_size: int | None = None) -> bytes:
+    """The whole ``.sqd`` file for ``data``, in memory (for files, ``seqd compress`` streams).
+
+    Every block continues the learner of the block before it, so the whole input is learned as one stream,
+    unless ``chain_size`` bounds a chain: a fresh learner then starts once a chain holds that many bytes
+    (:func:`continues`)."""
     config = config or default_config()
     check_block_size(block_size)
+    check_chain_size(chain_size, block_size)
     encoder = BlockEncoder(config)  # refuses a model the container cannot code, before anything is written
-    parts = [Header(config, block_size, build_info()).to_bytes()]
+    parts = [Header(config, block_size, build_info(), chain_size=chain_size).to_bytes()]
+    chain = 0
     for start in range(0, len(data), block_size):
-        parts.append(encoder.encode(data[start:start + block_size]))
+        block = data[start:start + block_size]
+        go_on = continues(chain, len(block), chain_size)
+        parts.append(encoder.encode(block, continues=go_on))
+        chain = chain + len(block) if go_on else len(block)
     parts.append(end_record(len(data), zlib.crc32(data)))
     return b"".join(parts)
 
@@ -201,6 +219,19 @@ def compress(data: bytes, config: OnlineConfig | None = None, block_size: int = 
 def check_block_size(block_size: int) -> None:
     if not 1 <= block_size <= MAX_BLOCK_SIZE:
         raise ValueError(f"block size must be in [1, {MAX_BLOCK_SIZE}] bytes, got {block_size}")
+
+
+def check_chain_size(chain_size: int | None, block_size: int) -> None:
+    if chain_size is not None and not block_size <= chain_size < 1 << 62:
+        raise ValueError(f"a chain holds whole blocks: chain size {chain_size} is below the block size {block_size}"
+                         if chain_size < block_size else f"chain size {chain_size} is out of range")
+
+
+def continues(chain: int, length: int, chain_size: int | None) -> bool:
+    """Whether a block of ``length`` bytes continues the chain that holds ``chain`` bytes so far (its learner
+    goes on learning) rather than starting a fresh one: always, unless a chain may hold no more than
+    ``chain_size`` bytes (``None``: any number), and never for the first block."""
+    return chain > 0 and (chain_size is None or chain + length <= chain_size)
 
 
 # -- reading ----------------------------------------------------------------------------------------
@@ -262,11 +293,21 @@ def read_header(reader: BinaryIO) -> Header:
                               "builds: decompress it with seqd 0.3")
         block_size = meta["block_size"]
         check_block_size(block_size)
+        if version < 3:  # every chain a writer of formats 1 and 2 made held a block size at most
+            if "chain_size" in meta:
+                raise ValueError(f"format {version} has no chain_size")
+            chain_size = block_size
+        else:
+            if "chain_size" not in meta:
+                raise ValueError("missing key 'chain_size'")
+            chain_size = meta["chain_size"] or None
+            check_chain_size(chain_size, block_size)
     except FormatError:
         raise
     except (ValueError, TypeError, KeyError) as exc:
         raise FormatError(f"damaged header: {exc}") from None
-    return Header(config, block_size, meta.get("build", ""), _HEAD.size + hlen + 4, meta["preset"])
+    return Header(config, block_size, meta.get("build", ""), _HEAD.size + hlen + 4, meta["preset"], version,
+                  chain_size)
 
 
 def _check_numerics(version: int, numerics: str) -> None:
@@ -280,8 +321,8 @@ def read_records(reader: BinaryIO, header: Header, offset: int) -> Iterator[Bloc
 
     A record is refused before its payload is read when its lengths exceed
     what the header allows: n above the block size, p above the coder's bound
-    for n, or a chain (a FRESH block and the CONTINUES blocks after it) of
-    more than a block size of original bytes, which no writer makes.
+    for n, or a chain (a FRESH block and the CONTINUES blocks after it) of more
+    original bytes than the header's chain size, which no writer makes.
     """
     index = 0
     chain = 0  # original bytes since the last FRESH block
@@ -298,7 +339,8 @@ def read_records(reader: BinaryIO, header: Header, offset: int) -> Iterator[Bloc
         rest = _read_exact(reader, _BLOCK.size - 1, f"block {index}'s record", offset)
         kind, length, plen, crc, pcrc = _BLOCK.unpack(kind_byte + rest)
         chain = length + (chain if kind == CONTINUES else 0)
-        if kind not in (FRESH, CONTINUES) or chain > header.block_size or plen > max_encoded_bytes(length):
+        if kind not in (FRESH, CONTINUES) or (header.chain_size is not None and chain > header.chain_size) \
+                or length > header.block_size or plen > max_encoded_bytes(length):
             raise FormatError(f"block {index} (at byte {offset}) is damaged: its record is not valid "
                               f"(kind {kind}, {length} bytes of {header.block_size} at most, a payload of {plen})")
         payload = _read_exact(reader, plen, f"block {index}", offset)

@@ -82,9 +82,9 @@ CHOICES = {
 }
 BOOLS = ("column_context", "word_context", "field_column_context", "indirect_context", "selected_weights",
          "field_selected_weights", "number_context", "order2_selected_weights", "unit_selected_weights",
-         "probability_maps", "transition_prior", "close_escape")
+         "probability_maps", "transition_prior", "close_escape", "table_growth")
 NULLABLE = ("transition_rate",)
-META_KEYS = {"preset": str, "config": dict, "block_size": int, "build": str}
+META_KEYS = {"preset": str, "config": dict, "block_size": int, "chain_size": int, "build": str}
 REQUIRED_META = ("preset", "config", "block_size")
 
 

@@ -103,6 +103,12 @@ class OpenAlphabetLearner:
         """Memory held by the learner's arrays: fixed by its configuration, whatever the stream's length."""
         return sum(arr.nbytes for arr in self.state)
 
+    @property
+    def resident_bytes(self) -> int:
+        """Memory the learner's arrays take now (a learner whose memory grows with its stream says less than
+        :attr:`state_bytes`)."""
+        return self.state_bytes
+
     def to_bytes(self) -> bytes:
         """An exact, versioned, checksummed snapshot: :meth:`from_bytes` continues the stream bit for bit."""
         kind = self.snapshot_kind

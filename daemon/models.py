@@ -20,7 +20,8 @@ from ..core.online import OnlineConfig
 
 # Earlier versions of a preset, for streams an older seqd created with it: such a stream keeps its model, and
 # a create with exist_ok that names the preset still finds it.  What each earlier "bytes" had instead of today's:
-_BYTES_0_12 = dict(close_escape=False)
+_BYTES_0_16 = dict(history_bits=20, match_bits=18, context_bits=16, table_growth=False)
+_BYTES_0_12 = dict(_BYTES_0_16, close_escape=False)
 _BYTES_0_8 = dict(_BYTES_0_12, unit_selected_weights=False, probability_maps=False)
 _BYTES_0_7 = dict(_BYTES_0_8, field_selecting_fields=1, field_selecting_positions=4)
 _BYTES_0_6 = dict(_BYTES_0_7, order2_selected_weights=False)
@@ -45,7 +46,7 @@ def _earlier(make, *befores):
     return tuple(builder(b) for b in befores)
 
 
-EARLIER = {"bytes": _earlier(OnlineConfig.bytes_default, _BYTES_0_12, _BYTES_0_8, _BYTES_0_7, _BYTES_0_6, _BYTES_0_5,
+EARLIER = {"bytes": _earlier(OnlineConfig.bytes_default, _BYTES_0_16, _BYTES_0_12, _BYTES_0_8, _BYTES_0_7, _BYTES_0_6, _BYTES_0_5,
                              _BYTES_0_4, _BYTES_0_3, _BYTES_0_2),
            "glnn": _earlier(OnlineConfig, _GLNN_0_12, _GLNN_0_11, _GLNN_0_10)}
 
@@ -65,7 +66,7 @@ def is_earlier_preset(config, preset: str | None, overrides: dict | None) -> boo
 # well under a second and learns a symbol in milliseconds at most, and its arrays are counted against
 # max_state_bytes before it is kept.
 SERVED_BOUNDS = {
-    "glnn": {"units": 512, "degree": 64, "window": 256, "context_bits": 22, "history_bits": 24, "match_bits": 24},
+    "glnn": {"units": 512, "degree": 64, "window": 256, "context_bits": 22, "history_bits": 26, "match_bits": 24},
     "ctw": {"depth": 64, "node_bits": 22},
     "esn": {"units": 2048, "connections": 64},
     "lstm": {"cells": 512, "layers": 4, "horizon": 256},

@@ -116,6 +116,10 @@ REGISTRY: list[Entry] = [
     Entry("maps", lambda: OnlineConfig(units=2, degree=1, alphabet_cap=64, window=5, probability_maps=True)),
     Entry("number", lambda: OnlineConfig(units=2, degree=1, alphabet_cap=256, window=5, **SOURCES, **TABLES,
                                          number_context=True, selected_weights=True)),
+    # tables that start at 2^10 slots and double within the stream (the byte default's growth, in miniature)
+    Entry("growing-tables", lambda: OnlineConfig(units=2, degree=1, alphabet_cap=256, window=5, **SOURCES,
+                                                 context_entries=4, count_limit=30, context_bits=13, history_bits=10,
+                                                 match_bits=12, table_growth=True, selected_weights=True)),
     # the mixer (selected weights) by each of its steps: diagonal metric (the default), block metric, gradient
     Entry("mixer", lambda: OnlineConfig(units=4, degree=2, alphabet_cap=128, window=5, **SOURCES, **TABLES,
                                         selected_weights=True)),

@@ -1618,3 +1618,90 @@ def batch_lstm_log_likelihood(inputs, w, W, R, P, x, chi):
         a = np.concatenate(([1.0], (o * np.tanh(c_next))[1:]))
         c = np.concatenate(([0.0], c_next[1:]))
     return total, pis
+
+
+# -- tables that grow (core/online/growth.py), written from its docstring -------------------------------
+
+MASK64 = (1 << 64) - 1
+
+
+def splitmix_finalize(z: int) -> int:
+    """SplitMix64's finalizer on a Python integer (Steele, Lea and Flood 2014; Vigna's splitmix64.c)."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+def fold(h: int, value: int) -> int:
+    """One value folded into a running 64-bit context hash, as ``hashing.absorb`` does."""
+    return (((h ^ (value + 1)) * 0x9E3779B97F4A7C15) + 0x632BE59BD9B4E019) & MASK64
+
+
+class GrowingTable:
+    """One source's growing context table as a list of buckets, each a list of (tag, counts) in slot order.
+
+    A context's hash z (the source's mix of its key) names its bucket by the top ``bits - way_bits`` bits
+    and its tag by the 32 bits below the top ``min_bits - way_bits`` (lowest bit set).  A context found in
+    its bucket is counted where it is; a new one takes the bucket's first empty slot, or else the slot
+    whose counts add up to least (the first of them).  Doubling moves every context to the bucket its hash
+    names in the larger table, keeping the order of the slots it came from.  Contexts are known here by
+    their hashes, so nothing is taken from the tag but the check.
+    """
+
+    def __init__(self, source: int, bits: int, ways: int = 4, min_bits: int = 10):
+        self.source, self.bits, self.ways = source, bits, ways
+        self.way_bits = ways.bit_length() - 1
+        self.shift = 64 - (min_bits - self.way_bits) - 32
+        self.buckets = [[None] * ways for _ in range(1 << (bits - self.way_bits))]
+        self.hash_of = {}  # tag -> the hash it came from (for the doubling)
+
+    def _z(self, key: int) -> int:
+        return splitmix_finalize(key ^ (((self.source + 1) * 0xD6E8FEB86659FD93) & MASK64))
+
+    def locate(self, key: int) -> tuple[int, bool, int]:
+        """(slot, found, tag) as ``growth.find_slot`` gives them."""
+        z = self._z(key)
+        bucket = z >> (64 - self.bits + self.way_bits)
+        tag = ((z >> self.shift) & 0xFFFFFFFF) | 1
+        ways = self.buckets[bucket]
+        for w, held in enumerate(ways):
+            if held is not None and held[0] == tag:
+                return bucket * self.ways + w, True, tag
+        for w, held in enumerate(ways):
+            if held is None:
+                return bucket * self.ways + w, False, tag
+        least = min(range(self.ways), key=lambda w: (sum(ways[w][1]), w))
+        return bucket * self.ways + least, False, tag
+
+    def count(self, key: int, counts: list[int]) -> None:
+        """Give the context of ``key`` these counts, in the slot :meth:`locate` names."""
+        slot, _, tag = self.locate(key)
+        self.buckets[slot // self.ways][slot % self.ways] = (tag, list(counts))
+        self.hash_of[tag] = self._z(key)
+
+    def double(self) -> None:
+        """Each context to the first free slot of the bucket its hash names, in the order of the slots it
+        leaves; a context of bucket 0 that stays in bucket 0 keeps its slot."""
+        self.bits += 1
+        old, self.buckets = self.buckets, [[None] * self.ways for _ in range(1 << (self.bits - self.way_bits))]
+        for j, ways in enumerate(old):
+            for w, held in enumerate(ways):
+                if held is not None:
+                    bucket = self.hash_of[held[0]] >> (64 - self.bits + self.way_bits)
+                    if bucket == 0:  # (only a context of bucket 0 can stay in it)
+                        self.buckets[0][w] = held
+            for held in ways:
+                if held is not None:
+                    bucket = self.hash_of[held[0]] >> (64 - self.bits + self.way_bits)
+                    if bucket != 0:
+                        to = self.buckets[bucket]
+                        to[to.index(None)] = held
+
+    def arrays(self, size: int, entries: int) -> tuple[np.ndarray, np.ndarray]:
+        """(tags, counts) of ``size`` slots as the kernel's arrays hold them (zeros where empty)."""
+        tags, counts = np.zeros(size, np.uint32), np.zeros((size, entries), np.uint16)
+        for b, ways in enumerate(self.buckets):
+            for w, held in enumerate(ways):
+                if held is not None:
+                    tags[b * self.ways + w], counts[b * self.ways + w] = held[0], held[1]
+        return tags, counts

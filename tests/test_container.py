@@ -167,9 +167,39 @@ def test_header_errors_are_clear():
         decompress(rebuilt)
 
 
-def test_blocks_are_independent():
+def test_blocks_continue_one_learner_unless_chains_are_bounded():
+    """By default every block continues the learner of the block before it: the input is one stream, and a
+    damaged block takes the rest of its chain with it.  A chain size bounds the chains."""
     data = bytes(np.random.default_rng(1).integers(97, 100, 5000, dtype=np.uint8))
     packed = bytearray(compress(data, SMALL, block_size=1000))
+    header = container.read_header(io.BytesIO(bytes(packed)))
+    assert header.chain_size is None and header.version == container.FORMAT_VERSION
+    records = list(container.read_records(io.BytesIO(bytes(packed[header.size:])), header, header.size))
+    assert [r.kind for r in records[:-1]] == [container.FRESH] + [container.CONTINUES] * 4
+    assert decompress(bytes(packed)) == data
+    packed[records[2].offset + 25] ^= 0xFF
+    decoder = container.BlockDecoder(header.config)
+    decoded, errors = {}, {}
+    for r in container.read_records(io.BytesIO(bytes(packed[header.size:])), header, header.size):
+        if isinstance(r, container.Block):
+            try:
+                decoded[r.index] = decoder.decode(r)
+            except FormatError as exc:
+                errors[r.index] = str(exc)
+    assert sorted(decoded) == [0, 1] and sorted(errors) == [2, 3, 4]
+    assert "damaged" in errors[2] and "continues a block that could not be decoded" in errors[3]
+    chained = compress(data, SMALL, block_size=1000, chain_size=2000)
+    header = container.read_header(io.BytesIO(chained))
+    records = list(container.read_records(io.BytesIO(chained[header.size:]), header, header.size))
+    assert header.chain_size == 2000 and decompress(chained) == data
+    assert [r.kind for r in records[:-1]] == [container.FRESH, container.CONTINUES] * 2 + [container.FRESH]
+    with pytest.raises(ValueError, match="below the block size"):
+        compress(data, SMALL, block_size=1000, chain_size=999)
+
+
+def test_blocks_are_independent_with_chains_of_one_block():
+    data = bytes(np.random.default_rng(1).integers(97, 100, 5000, dtype=np.uint8))
+    packed = bytearray(compress(data, SMALL, block_size=1000, chain_size=1000))
     header = container.read_header(__import__("io").BytesIO(bytes(packed)))
     records = list(container.read_records(__import__("io").BytesIO(bytes(packed[header.size:])), header, header.size))
     assert [r.kind for r in records[:-1]] == [container.FRESH] * 5
@@ -218,7 +248,7 @@ def _header_naming(preset: str, config: dict) -> bytes:
     """A file's header as another seqd would have written it: ``preset`` and the settings that differ."""
     body = json.dumps({"preset": preset, "config": config, "block_size": 1 << 20, "build": "elsewhere"},
                       sort_keys=True, separators=(",", ":")).encode()
-    head = container._HEAD.pack(container.MAGIC, container.FORMAT_VERSION, 0, len(body)) + body
+    head = container._HEAD.pack(container.MAGIC, 2, 0, len(body)) + body  # the format those presets were written in
     return head + zlib.crc32(head).to_bytes(4, "little")
 
 
@@ -228,7 +258,8 @@ def test_a_file_with_seqd_0_3s_field_column_is_refused_and_a_newer_preset_asks_f
     for preset in ("bytes-2", "bytes-3"):
         with pytest.raises(FormatError, match="field column of seqd 0.3.*decompress it with seqd 0.3"):
             container.read_header(io.BytesIO(_header_naming(preset, {"field_column_context": True})))
-    before_10 = dict(close_escape=False)  # the escape kept until the window ended before bytes-10
+    before_11 = dict(history_bits=20, match_bits=18, context_bits=16, table_growth=False)  # fixed tables before bytes-11
+    before_10 = dict(before_11, close_escape=False)  # the escape kept until the window ended before bytes-10
     before_9 = dict(before_10, unit_selected_weights=False, probability_maps=False)  # no unit set, no maps before bytes-9
     rows_0_7 = dict(before_9, field_selecting_fields=1, field_selecting_positions=4)  # the field set's rows before bytes-8
     header = container.read_header(io.BytesIO(_header_naming("bytes-4", {})))
@@ -246,6 +277,8 @@ def test_a_file_with_seqd_0_3s_field_column_is_refused_and_a_newer_preset_asks_f
         == OnlineConfig.bytes_default(**before_9)
     assert container.read_header(io.BytesIO(_header_naming("bytes-9", {}))).config \
         == OnlineConfig.bytes_default(**before_10)
+    assert container.read_header(io.BytesIO(_header_naming("bytes-10", {}))).config \
+        == OnlineConfig.bytes_default(**before_11)
     with pytest.raises(FormatError, match="newer than this seqd knows: upgrade seqd"):
         container.read_header(io.BytesIO(_header_naming("bytes-99", {})))
 

@@ -554,12 +554,13 @@ def test_memory_is_bounded_under_a_long_random_stream():
     # every byte value first, then a small alphabet with lines and fields: repeats, halvings, matches
     x = np.concatenate([rng.integers(0, 256, 80_000), rng.choice(np.frombuffer(b"abc1 \n", np.uint8), 80_000)])
     learner = OnlineLearner(cfg)
-    nbytes, size = learner.state_bytes, len(learner.to_bytes())
+    nbytes, size = learner.state_bytes, None
     for chunk in np.array_split(x.astype(np.uint8), 8):
         bits = learner.learn(chunk)
         assert np.all(np.isfinite(bits))
         check_context_invariants(cfg, learner.state)
         assert learner.state_bytes == nbytes
+        size = size or len(learner.to_bytes())  # once the history ring is full, a snapshot's size stays
     assert len(learner.to_bytes()) == size
     st = learner.state
     assert int(st.ctx_int[POS]) == len(x) and np.all(st.ctx_tag[1:] != 0)  # orders 2, 3, column and word: full
@@ -613,7 +614,8 @@ def test_damaged_context_snapshot_is_rejected():
     for name, index in (("ctx_cnt", 777), ("ctx_tag", 5), ("hist", 100), ("match_table", 3), ("ctx_int", 0)):
         damaged = bytearray(data)
         damaged[_array_offset(data, name) + index] ^= 0x10
-        with pytest.raises(ValueError, match="checksum"):
+        # (a damaged position no longer matches the history's length, which is read before the checksum)
+        with pytest.raises(ValueError, match="checksum|damaged"):
             OnlineLearner.from_bytes(bytes(damaged))
     with pytest.raises(ValueError, match="truncated"):
         OnlineLearner.from_bytes(_with_crc(data[:-4][:-3000]))
@@ -1088,7 +1090,7 @@ def test_from_bytes_validates_the_context_units(corrupt):
     if corrupt == "counted-symbol":
         st.ctx_sym[st.ctx_cnt > 0] = 60000
     elif corrupt == "history-symbol":
-        st.hist[5] = 60000
+        st.hist[5] = 200  # a byte, outside the alphabet of 128
     elif corrupt == "source-kind":
         st.ctx_kind[0, 0] = MATCH
     else:

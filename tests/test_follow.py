@@ -370,7 +370,7 @@ def test_a_followed_file_that_can_no_longer_be_read_ends_the_output_cleanly_then
     """A read error in the follower stops the follow as a signal does: what was read is coded, the output gets its
     end record and decodes, and the command then fails naming the error (it does not go on compressing nothing)."""
     import argparse
-    from seqd.cli import compress
+    from seqd.cli import _encode
     from seqd.core import container
 
     def growing():
@@ -396,8 +396,8 @@ def test_a_followed_file_that_can_no_longer_be_read_ends_the_output_cleanly_then
     out = Collect()
     header = container.Header(config, container.DEFAULT_BLOCK_SIZE, container.build_info())
     out.write(header.to_bytes())
-    args = argparse.Namespace(flush_seconds=0.2, block_size=container.DEFAULT_BLOCK_SIZE)
-    n_in, _, crc, failure = compress._follow(growing(), threading.Event(), out, config, args, Quiet())
+    args = argparse.Namespace(flush_seconds=0.2, block_size=container.DEFAULT_BLOCK_SIZE, chain_size=None)
+    n_in, _, crc, failure = _encode.follow(growing(), threading.Event(), out, config, args, Quiet())
     out.write(container.end_record(n_in, crc))
     assert isinstance(failure, PermissionError) and n_in == 18
     assert container.decompress(b"".join(out.parts)) == b"line one\nline two\n"

@@ -49,7 +49,7 @@ DEFAULT_NEED = f"decoding needs {sum(limits.decoding_memory(OnlineConfig.bytes_d
 
 @pytest.fixture(scope="module")
 def small_file() -> bytes:
-    return compress(LINES, SMALL, block_size=512)
+    return compress(LINES, SMALL, block_size=512, chain_size=512)  # every block a chain of its own
 
 
 @pytest.fixture(scope="module")
@@ -184,19 +184,24 @@ def test_a_length_beyond_the_block_size_or_the_payload_bound_is_refused_unread(s
     assert refused(with_record_field(small_file, offset, 2, 2 ** 32 - 1), "not valid") == UNREAD
 
 
-def test_a_chain_of_continues_blocks_holds_at_most_a_block_size(small_file):
+def test_a_chain_of_continues_blocks_holds_at_most_the_chain_size(small_file):
     offsets = block_offsets(small_file)
     chained = with_record_field(small_file, offsets[1], 0, container.CONTINUES)
     assert refused(chained, "block 1 .* not valid") == Work(learners=1, symbols=512)  # block 0, and no more
+    # before format 3 a chain held a block size at most, and a reader holds those files to it
+    old = with_meta(with_version(chained, 2), {k: v for k, v in split(chained)[0].items() if k != "chain_size"})
+    assert refused(old, "block 1 .* not valid") == Work(learners=1, symbols=512)
+    assert refused(with_version(small_file, 2), "format 2 has no chain_size") == UNREAD
 
 
 def test_numerics_must_be_the_formats(small_file):
     """Format 1 was coded with the C library's exp/log/tanh, format 2 with seqd's own: a header that says
     otherwise is damaged, and the writer writes 'ieee' only."""
-    refused(with_settings(small_file, numerics="libm"), "format 2 files are not coded with numerics 'libm'")
+    version = container.FORMAT_VERSION
+    refused(with_settings(small_file, numerics="libm"), f"format {version} files are not coded with numerics 'libm'")
     refused(with_version(small_file, 1), "format 1 files are not coded with numerics 'ieee'")
     refused(with_version(small_file, 0), "format version 0 does not exist")
-    refused(with_version(small_file, 3), "format version 3 is newer than this seqd reads")
+    refused(with_version(small_file, version + 1), f"format version {version + 1} is newer than this seqd reads")
     with pytest.raises(ValueError, match="numerics 'ieee' only"):
         compress(LINES, SMALL.__class__.bytes_default(numerics="libm"))
 
@@ -239,10 +244,17 @@ def test_the_memory_a_file_needs_is_refused_over_the_limit(preset_file):
     message = str(caught.value)
     assert DEFAULT_NEED in message and "limit of 20.0 MiB" in message and "memory_limit" in message
     assert "\n" not in message
-    big = with_settings(preset_file, history_bits=30)  # a 2 GiB history ring
-    assert refused(big, "decoding needs 2.1 GiB") == UNREAD
+    def need(**changes) -> str:
+        size = changes.pop("block_size", container.DEFAULT_BLOCK_SIZE)
+        return f"decoding needs {sum(limits.decoding_memory(OnlineConfig.bytes_default(**changes), size)) / (1 << 30):.1f} GiB"
+
+    big = with_settings(preset_file, history_bits=30)  # a 1 GiB history ring
+    assert need(history_bits=30) == "decoding needs 1.2 GiB"
+    assert refused(big, need(history_bits=30)) == UNREAD
     meta, _ = split(preset_file)
-    assert refused(with_meta(preset_file, {**meta, "block_size": 1 << 30}), "decoding needs 6.1 GiB") == UNREAD
+    assert need(block_size=1 << 30) == "decoding needs 6.3 GiB"
+    assert refused(with_meta(preset_file, {**meta, "block_size": 1 << 30, "chain_size": 0}), need(block_size=1 << 30)) \
+        == UNREAD
 
 
 def test_state_shapes_are_the_arrays_new_state_makes():
@@ -425,7 +437,7 @@ def test_the_command_refuses_crafted_files_in_one_line_and_bounded_memory(tmp_pa
         "alphabet-300": (with_settings(small_file, alphabet_cap=300), "alphabet_cap must be 256"),
         "units-100": (with_settings(small_file, units=100, degree=100), "(units|degree) must be"),
         "window-1e7": (with_settings(small_file, window=10 ** 7), "window must be"),
-        "history-2GiB": (with_settings(small_file, history_bits=30), "needs 2.0 GiB .* --memory-limit"),
+        "history-1GiB": (with_settings(small_file, history_bits=30), "needs 1.0 GiB .* --memory-limit"),
         "flipped-length": (with_record_field(packed, offset, 1, n | 1 << 20), "ends before"),
     }
     for name, (data, message) in crafted.items():
@@ -447,9 +459,13 @@ def test_memory_limit_option_names_the_file_the_need_and_the_fix(tmp_path, capsy
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(path) in err and DEFAULT_NEED in err
     assert "limit of 40.0 MiB" in err and "--memory-limit" in err
-    assert main(["decompress", "-k", "-T", "2", "--memory-limit", "100M", str(path)]) == 1  # two learners at once
-    assert "× 2" in capsys.readouterr().err
-    assert main(["decompress", "-k", "--memory-limit", "100M", str(path)]) == 0
+    assert main(["decompress", "-k", "-T", "2", "--memory-limit", "400M", str(path)]) == 0  # one chain, one learner
     assert (tmp_path / "app.log").read_bytes() == LINES[:600]
+    chains = tmp_path / "chains.log.sqd"
+    chains.write_bytes(compress(LINES[:600], block_size=300, chain_size=300))
+    assert main(["decompress", "-k", "-T", "2", "--memory-limit", "400M", str(chains)]) == 1  # two learners at once
+    assert "× 2" in capsys.readouterr().err
+    assert main(["decompress", "-k", "--memory-limit", "400M", str(chains)]) == 0
+    assert (tmp_path / "chains.log").read_bytes() == LINES[:600]
     with pytest.raises(SystemExit):
         main(["decompress", "--memory-limit", "lots", str(path)])

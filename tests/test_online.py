@@ -32,6 +32,7 @@ from seqd.core.kernels.network import Network
 from seqd.core.kernels.transition import TransitionSums, accumulate_transition
 from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online import snapshot, tables
+from seqd.core.online.context import POS
 from seqd.core.online.alphabet import RETIRED_ESCAPE_BIAS, activate_symbol
 from seqd.core.online.config import F, H
 from seqd.core.online.credit import TINY_SCALE, advance_credit
@@ -675,17 +676,34 @@ def _with_crc(payload: bytes) -> bytes:
 def _snapshot_built_here(learner, version: int = snapshot.FORMAT_VERSION, without: tuple[str, ...] = (),
                          without_settings: tuple[str, ...] = ()) -> bytes:
     """``learner``'s snapshot built here from the format's description: the header (configuration, each
-    array's name, dtype and shape), each array's little-endian bytes in field order, a CRC-32 of all that.
-    With ``without``/``without_settings``, as an older seqd wrote it: without arrays and settings it lacked."""
+    array's name, dtype and shape, and from version 10 how much history it holds), each array's
+    little-endian bytes in field order, a CRC-32 of all that.  From version 10 the history ring is stored
+    as the symbols it holds, oldest first, and a table that grows as far as it has grown.  With
+    ``without``/``without_settings``, as an older seqd wrote it: without arrays and settings it lacked."""
     import json
     config = {k: v for k, v in dataclasses.asdict(learner.config).items() if k not in without_settings}
     names = [name for name in learner.state._fields if name not in without]
-    header = json.dumps({"config": config, "arrays": [[name, getattr(learner.state, name).dtype.str,
-                                                       list(getattr(learner.state, name).shape)] for name in names]},
-                        sort_keys=True).encode()
+    stored = {name: np.ascontiguousarray(getattr(learner.state, name)) for name in names}
+    if version < 10 and "hist" in stored:  # the ring whole, as uint16 whatever the alphabet
+        stored["hist"] = stored["hist"].astype(np.uint16)
+    if version >= 10:
+        st = learner.state
+        t = int(st.ctx_int[POS]) if st.ctx_int.size else 0  # the stream position
+        if st.hist.size:
+            n = min(t, st.hist.size)
+            stored["hist"] = np.array([st.hist[p % st.hist.size] for p in range(t - n, t)], st.hist.dtype)
+        if st.grown.size:
+            sizes = [1 << int(b) for b in st.grown[:, 0]]
+            for name in ("ctx_tag", "ctx_sym", "ctx_cnt"):
+                stored[name] = np.concatenate([getattr(st, name)[s, :sizes[s]] for s in range(st.ctx_tag.shape[0])])
+            if st.match_table.size:
+                stored["match_table"] = st.match_table[:sizes[-1]]
+    meta = {"config": config, "arrays": [[name, a.dtype.str, list(a.shape)] for name, a in stored.items()]}
+    if version >= 10:
+        meta["history"] = {"held": len(stored["hist"]), "elsewhere": False}
+    header = json.dumps(meta, sort_keys=True).encode()
     payload = snapshot._HEADER.pack(snapshot.FORMAT_MAGIC, version, len(header)) + header \
-        + b"".join(np.ascontiguousarray(getattr(learner.state, name)).astype(
-            getattr(learner.state, name).dtype.newbyteorder("<")).tobytes() for name in names)
+        + b"".join(a.astype(a.dtype.newbyteorder("<")).tobytes() for a in stored.values())
     return _with_crc(payload)
 
 
@@ -753,6 +771,24 @@ def test_a_snapshot_without_the_credit_beyond_the_window_is_a_learner_of_seqd_0_
     # the credit changes what is learned: the setting is not ignored
     assert not np.array_equal(OnlineLearner(dataclasses.replace(cfg, credit_horizon=10)).learn(x),
                               OnlineLearner(cfg).learn(x))
+
+
+def test_a_snapshot_of_seqd_0_16_restores_its_byte_model_and_continues_exactly():
+    """seqd 0.16 wrote format 9: the history ring whole, as uint16, and tables of their full size, with no
+    ``table_growth`` setting.  Such a snapshot restores (its history as bytes), its learner has the tables
+    it had, and it continues bit for bit; a format-9 snapshot that claims tables that grow is refused."""
+    cfg = OnlineConfig.bytes_default(context_bits=10, history_bits=12, match_bits=10, table_growth=False)
+    lines = b"".join(f"12:{i % 60:02d} node{i % 7} GET /item/{i * 31 % 977} 200\n".encode() for i in range(400))
+    x = np.frombuffer(lines, np.uint8).astype(np.int64)
+    learner = OnlineLearner(cfg)
+    learner.learn(x[:6000])  # past the 4096 symbols of the ring: it has wrapped
+    restored = OnlineLearner.from_bytes(_snapshot_built_here(learner, 9, snapshot.NEW_IN_10, ("table_growth",)))
+    assert restored.config == cfg and restored.state.hist.dtype == np.uint8
+    assert np.array_equal(restored.learn(x[6000:]), learner.learn(x[6000:]))
+    grown = OnlineLearner(dataclasses.replace(cfg, table_growth=True))
+    grown.learn(x[:100])
+    with pytest.raises(ValueError, match="cannot hold tables that grow"):
+        OnlineLearner.from_bytes(_snapshot_built_here(grown, 9, snapshot.NEW_IN_10, ()))
 
 
 MIXER_SETTINGS = ("selected_weights", "selected_prior", "selected_step", "selected_rate", "selected_discount")

@@ -67,6 +67,8 @@ FLAGS = (
     "transition_prior",
     "credit_horizon",
     "close_escape",
+    "table_growth",
+    "match_bits",
 )
 
 
@@ -77,7 +79,8 @@ def positions(name: str, names: tuple[str, ...]):
 
 # settings an earlier seqd did not write, and what it did instead: a snapshot, stream.json or header without
 # one of them means this value (``OnlineConfig.from_settings``)
-UNWRITTEN = {"transition_prior": False, "writing_evidence_floor": 1.0, "credit_horizon": 0, "close_escape": False}
+UNWRITTEN = {"transition_prior": False, "writing_evidence_floor": 1.0, "credit_horizon": 0, "close_escape": False,
+             "table_growth": False}
 
 MAX_CREDIT_HORIZON = 60  # 1 - 2^-60 rounds to 1: sensitivities that never decay
 
@@ -134,11 +137,14 @@ class OnlineConfig:
     indirect_context: bool = False  # (last symbol, the symbol that followed the last two the previous time) source
     number_context: bool = False  # the number source (numbers.py): the last number after the same symbols + its change
     match_min: int = 0  # match model: shortest repeat it follows (0: no match model)
-    context_bits: int = 16  # log2 of the slots per hashed source
+    context_bits: int = 16  # log2 of the slots per hashed source (with table_growth: the most a table grows to)
     context_entries: int = 16  # (symbol, count) pairs per slot
     count_limit: int = 127  # a count reaching it halves its slot's (and a match bucket's) counts
     history_bits: int = 20  # log2 of the symbols of history kept for the match and column sources
-    match_bits: int = 18  # log2 of the match model's hash table
+    match_bits: int = 18  # log2 of the match model's hash table (with table_growth: the most it grows to)
+    # the context and match tables start small and double, each on its own, when half full (growth.py); off: they
+    # have their full size from the start, with seqd 0.16's slots and tags
+    table_growth: bool = False
     context_weight: float = 0.3  # initial context weight, and the centre of its prior
     context_prior: float = 10.0  # prior mass kept in the context weights' metric (lambda_w for them)
     # the mixer (context.py): context weights shared across symbols, one per source and selecting context
@@ -167,7 +173,9 @@ class OnlineConfig:
                         order2_selected_weights=True, field_selecting_fields=16, field_selecting_positions=8,
                         unit_selected_weights=True, probability_maps=True,
                         metric_prior=1.0, transition_prior=False,  # its 4 units as seqd 0.10 had them (bytes-9)
-                        writing_evidence_floor=1.0, transition_rate=None, credit_horizon=0)
+                        writing_evidence_floor=1.0, transition_rate=None, credit_horizon=0,
+                        # lifelong memory (seqd 0.17): 64 MiB of history, tables that grow up to 2^18 slots
+                        history_bits=26, match_bits=22, context_bits=18, table_growth=True)
         settings.update(overrides)
         return cls(**settings)
 

@@ -98,7 +98,8 @@ import numpy as np
 
 from ..jit import inline_kernel, kernel
 from ..kernels.elementary import log1p_of
-from .hashing import EMPTY, absorb, finalize, hashed, history, log2_ceil, slot_and_tag
+from .growth import BITS, TAKEN, find_slot, match_hash, match_slot
+from .hashing import EMPTY, absorb, hashed, history, log2_ceil, slot_and_tag
 from .hits import credit, log_odds
 from .numbers import number_vote, observe_numbers
 
@@ -134,8 +135,10 @@ def _match_bucket(length):
 
 
 @kernel
-def locate(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, bits):
-    """Find every hashed source's slot for the current position (ctx_slot, ctx_found)."""
+def locate(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, grown, ctx_cnt, bits):
+    """Find every hashed source's slot for the current position (ctx_slot, ctx_found): in a table of
+    2^bits slots, or, if the tables grow, in the bucket of its own table that the context hashes to
+    (``grown``, ``growth.find_slot``)."""
     S = ctx_kind.shape[0]
     max_order = 0
     for s in range(S):
@@ -181,9 +184,13 @@ def locate(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_
             key = absorb(absorb(np.uint64(0x8765), hashed(last)), follower)
         else:  # WORD
             key = absorb(absorb(np.uint64(0x5678), min(ctx_int[FIELD], 255)), ctx_int[WORD_HASH])
-        slot, tag = slot_and_tag(key, s, bits)
+        if grown.shape[0] > 0:
+            slot, found, tag = find_slot(ctx_tag, ctx_cnt, s, key, grown[s, BITS])
+        else:
+            slot, tag = slot_and_tag(key, s, bits)
+            found = 1 if ctx_tag[s, slot] == tag else 0
         ctx_slot[s] = slot
-        ctx_found[s] = 1 if ctx_tag[s, slot] == tag else 0
+        ctx_found[s] = found
         ctx_want[s] = tag
 
 
@@ -229,9 +236,9 @@ def _count_state(n, u):
 
 
 @kernel
-def features(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, ctx_cnt, ctx_sym,
-             order0, acc, acc_list, acc_mark, match_stats, number_int, number_digits, number_stats, code_of, numerics,
-             feat, feat_nz, ctx_w, sel_w, sel_row, fsel_w, fsel_row, cap, bits, offset, width):
+def features(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, grown, ctx_cnt,
+             ctx_sym, order0, acc, acc_list, acc_mark, match_stats, number_int, number_digits, number_stats, code_of,
+             numerics, feat, feat_nz, ctx_w, sel_w, sel_row, fsel_w, fsel_row, cap, bits, offset, width):
     """The context units' activities for the next symbol, and their votes.
 
     Writes x_s(y) into ``feat`` (listing the non-zero entries in
@@ -242,7 +249,7 @@ def features(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ct
     weights, one row of each in ``fsel_row``, which ``selecting.set_rows``
     wrote).
     """
-    locate(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, bits)
+    locate(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, grown, ctx_cnt, bits)
     S = ctx_kind.shape[0]
     M = ctx_sym.shape[2]
     ctx_int[NNZ] = 0
@@ -345,9 +352,9 @@ def clear_features(ctx_int, feat, feat_nz):
 
 
 @kernel
-def observe(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, ctx_cnt, ctx_sym,
-            order0, match_stats, match_table, number_int, number_digits, number_table, number_stats, symbol, limit,
-            match_min):
+def observe(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, grown, ctx_cnt,
+            ctx_sym, order0, match_stats, match_table, number_int, number_digits, number_table, number_stats, symbol,
+            limit, match_min):
     """Count ``symbol`` in every source's current context, then append it to the history.
 
     The slots were found by ``features`` (``locate``) for this position.  A
@@ -376,6 +383,8 @@ def observe(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx
             continue
         slot = ctx_slot[s]
         if ctx_found[s] == 0:
+            if grown.shape[0] > 0 and ctx_tag[s, slot] == 0:
+                grown[s, TAKEN] += 1
             ctx_tag[s, slot] = ctx_want[s]
             for e in range(M):
                 ctx_cnt[s, slot, e] = 0
@@ -437,11 +446,9 @@ def observe(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx
         ctx_int[WORD_HASH] = 0
     # the match model's table: the position after the last match_min symbols
     if match_min > 0 and t >= match_min:
-        h = np.uint64(0)
-        for back in range(1, match_min + 1):
-            h = absorb(h, np.int64(hist[(t - back) % H]))
-        T = match_table.shape[0]
-        where = np.int64(finalize(h) >> np.uint64(64 - log2_ceil(T)))
+        h = match_hash(hist, t, match_min)
+        growing = grown.shape[0] > 0
+        where = match_slot(h, grown[grown.shape[0] - 1, BITS] if growing else log2_ceil(match_table.shape[0]))
         if ctx_int[MATCH_LEN] == 0:
             candidate = match_table[where] - 1  # stored + 1, so 0 means empty
             if candidate >= 0 and candidate < t and t - candidate < H:
@@ -455,4 +462,6 @@ def observe(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx
                 if length >= match_min:
                     ctx_int[MATCH_LEN] = length
                     ctx_int[MATCH_PTR] = candidate
+        if growing and match_table[where] == 0:
+            grown[grown.shape[0] - 1, TAKEN] += 1
         match_table[where] = t + 1

@@ -19,7 +19,8 @@ import numpy as np
 from ..open_alphabet import OpenAlphabetLearner, validate_symbols
 from .config import OnlineConfig
 from .snapshot import from_bytes, snapshot_parts, to_bytes
-from .state import ACTIVE, ETA_TAU, ETA_W, NONFINITE, REJECTED, SYMBOLS, WINDOWS, OnlineState, new_state
+from .state import (ACTIVE, ETA_TAU, ETA_W, NONFINITE, REJECTED, SYMBOLS, WINDOWS, OnlineState, new_state,
+                    resident_nbytes)
 from .steps import learn_buffer, predict_into
 
 
@@ -73,6 +74,12 @@ class OnlineLearner(OpenAlphabetLearner):
     def from_bytes(cls, data: bytes) -> "OnlineLearner":
         config, state = from_bytes(data)
         return cls(config, _state=state)
+
+    @property
+    def resident_bytes(self) -> int:
+        """Memory the learner's arrays take now: :attr:`state_bytes` at most, less while its history and its
+        tables that grow (``table_growth``) are not full (``state.resident_nbytes``)."""
+        return resident_nbytes(self.config, self.state)
 
     @property
     def stats(self) -> dict:

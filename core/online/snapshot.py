@@ -10,14 +10,15 @@ damaged or forged snapshot is a clear ``ValueError``, never a crash
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import struct
 import zlib
+from typing import Protocol
 
 import numpy as np
 
-from ..arrays_snapshot import pack_parts
 from ..kernels.elementary import numerics_marker
 from .config import OnlineConfig
 from .context import (ABOVE, EMPTY, FIELD, FIELD_SLOTS, LINE_START, MATCH_LEN, MATCH_PTR,
@@ -25,13 +26,15 @@ from .context import (ABOVE, EMPTY, FIELD, FIELD_SLOTS, LINE_START, MATCH_LEN, M
 from .maps import MAP_COUNT_LIMIT, MAP_KNOT, MAP_POINTS, MAP_ROW_A, MAP_ROW_B, MAP_TOP
 from .numbers import (AFTER, CHANGE, LAST, LENGTH, N_BUCKET, N_KEYED, N_ON_TRACK, N_PREDICTED, N_RUN, N_STREAK,
                       N_VALUE, N_VOTED, NUMBER_BUCKETS, NUMBER_DIGITS, NUMBER_STREAK, STREAK, TAG)
-from .state import ACTIVE, WINDOW_POS, OnlineState, state_shapes
-from .tables import owned_copy, table_array
+from .growth import BITS, TAKEN, initial_bits
+from .state import ACTIVE, GROWING, WINDOW_POS, OnlineState, grows, state_nbytes, state_shapes
+from .tables import table_array
 
 FORMAT_MAGIC = b"SEQDLRN\x00"
-FORMAT_VERSION = 9  # 2: the numerics marker (version 1 restores with 'ieee'); 3: the mixer's arrays; 4: fields;
+FORMAT_VERSION = 10  # 2: the numerics marker (version 1 restores with 'ieee'); 3: the mixer's arrays; 4: fields;
 # 5: followers, and the field column's "same so far" part; 6: the field-selected weights; 7: the number source;
-# 8: the probability maps; 9: the credit beyond the window
+# 8: the probability maps; 9: the credit beyond the window; 10: the history as the symbols seen (or kept
+# elsewhere), tables that grow stored as far as they have grown, and their sizes (grown)
 NEW_IN_3 = ("sel_w", "sel_P", "sel_h", "sel_updates", "sel_row")  # the selected weights' arrays (empty without them)
 NEW_IN_4 = ("fields",)  # the field column's field starts
 NEW_IN_5 = ("followers",)  # the indirect source's table
@@ -39,17 +42,27 @@ NEW_IN_6 = ("fsel_w", "fsel_h", "fsel_row")  # the field-selected weights
 NEW_IN_7 = ("number_table", "number_int", "number_digits", "number_stats")  # the number source
 NEW_IN_8 = ("maps", "map_counts", "map_at", "map_frac", "coded")  # the probability maps
 NEW_IN_9 = ("credit", "credit_scale")  # the forward sensitivities (credit.py)
+NEW_IN_10 = ("grown",)  # the sizes of the tables that grow (growth.py)
 # what each version added: its arrays, and the setting that needs them (a snapshot before it had neither)
 ADDED = ((3, NEW_IN_3, "selected_weights", "a mixer"), (4, NEW_IN_4, "field_column_context", "a field column source"),
          (5, NEW_IN_5, "indirect_context", "an indirect source"),
          (6, NEW_IN_6, "field_selected_weights", "field-selected weights"),
          (7, NEW_IN_7, "number_context", "a number source"),
          (8, NEW_IN_8, "probability_maps", "probability maps"),
-         (9, NEW_IN_9, "credit_horizon", "credit beyond the window"))
+         (9, NEW_IN_9, "credit_horizon", "credit beyond the window"),
+         (10, NEW_IN_10, "table_growth", "tables that grow"))
 # settings whose source changed meaning in a version: an older snapshot using them would continue differently
 CHANGED = ((5, "field_column_context", "the field column of seqd 0.3, whose contexts this seqd no longer forms"),)
 
 _HEADER = struct.Struct("<8sII")  # magic, version, header length
+
+
+class HistoryReader(Protocol):
+    """Where a learner's history is kept when its snapshot does not hold it (a stream's history file)."""
+
+    def __call__(self, first: int, views: list[memoryview]) -> None:
+        """Fill ``views``, in turn, with the symbols from stream position ``first`` on, in the history's
+        dtype; a ValueError if they cannot be had."""
 
 
 def to_bytes(config: OnlineConfig, state: OnlineState) -> bytes:
@@ -57,44 +70,97 @@ def to_bytes(config: OnlineConfig, state: OnlineState) -> bytes:
     return b"".join(snapshot_parts(config, state))
 
 
-def snapshot_parts(config: OnlineConfig, state: OnlineState) -> list[memoryview]:
-    """The snapshot of :func:`to_bytes` as a list of buffers to be written in turn, in the same format: the
-    layout every learner's snapshot has (``arrays_snapshot.pack_parts``, views of the state, valid while
-    nothing learns; a thread that writes tens of megabytes of it does not hold the GIL for the copy)."""
-    return pack_parts(FORMAT_MAGIC, FORMAT_VERSION, config, state)
+def snapshot_parts(config: OnlineConfig, state: OnlineState, history: bool = True) -> list[memoryview]:
+    """The snapshot of :func:`to_bytes` as a list of buffers to be written in turn: views of the state,
+    valid while nothing learns (a thread that writes tens of megabytes of it does not hold the GIL for a
+    copy).  The history ring is stored as the symbols it holds, oldest first, and a table that grows as far as
+    it has grown (:func:`stored_views`).  ``history=False`` leaves the history out: it is kept elsewhere,
+    append-only (a stream's history file), and :func:`from_stream` asks for it (``HistoryReader``)."""
+    t = int(state.ctx_int[POS]) if state.ctx_int.size else 0
+    listing = []
+    for name in OnlineState._fields:
+        array = getattr(state, name)
+        views = stored_views(name, array, t, state.grown, not history)
+        listing.append((name, array, views))
+    held = sum(len(v) for v in listing[OnlineState._fields.index("hist")][2])
+    meta = {"config": dataclasses.asdict(config), "history": {"held": held, "elsewhere": not history},
+            "arrays": [[name, array.dtype.newbyteorder("<").str, list(stored_shape(array, views))]
+                       for name, array, views in listing]}
+    text = json.dumps(meta, sort_keys=True).encode()
+    parts = [memoryview(_HEADER.pack(FORMAT_MAGIC, FORMAT_VERSION, len(text)) + text)]
+    for _, _, views in listing:
+        parts.extend(memoryview(np.ascontiguousarray(v.astype(v.dtype.newbyteorder("<"), copy=False)).reshape(-1)
+                                .view(np.uint8)) for v in views)
+    crc = 0
+    for part in parts:
+        crc = zlib.crc32(part, crc)
+    return parts + [memoryview(struct.pack("<I", crc))]
 
 
-def from_bytes(data: bytes) -> tuple[OnlineConfig, OnlineState]:
+def stored_views(name: str, array: np.ndarray, t: int, grown: np.ndarray, elsewhere: bool = False
+                 ) -> list[np.ndarray]:
+    """The parts of the state's ``array`` that a snapshot stores, as contiguous views in the order they are
+    stored: the whole array, but for the history ring, which holds the symbols from position
+    t - min(t, H) on, oldest first (none if it is kept elsewhere), and the tables that grow (``grown``),
+    each source's table as far as it has grown."""
+    if name == "hist" and array.size:
+        n = 0 if elsewhere else min(t, array.shape[0])
+        return ring_views(array, t - n, n)
+    if name in GROWING and grown.size:
+        if name == "match_table":
+            return [array[:1 << int(grown[-1, BITS])]] if array.size else [array]
+        return [array[s, :1 << int(grown[s, BITS])] for s in range(array.shape[0])]
+    return [array]
+
+
+def stored_shape(array: np.ndarray, views: list[np.ndarray]) -> tuple[int, ...]:
+    """The shape a snapshot gives the parts :func:`stored_views` took of ``array``: the array's own, or their
+    rows one after the other (a history's symbols; a growing table's slots, with the array's trailing shape)."""
+    if len(views) == 1 and views[0] is array:
+        return array.shape
+    return (sum(len(v) for v in views),) + array.shape[2:]
+
+
+def ring_views(ring: np.ndarray, first: int, n: int) -> list[np.ndarray]:
+    """The places of stream positions first ... first + n - 1 in a history ring, in order: one or two slices."""
+    H = ring.shape[0]
+    if n == 0:
+        return []
+    start = first % H
+    if start + n <= H:
+        return [ring[start:start + n]]
+    return [ring[start:], ring[:start + n - H]]
+
+
+def from_bytes(data: bytes, history: HistoryReader | None = None) -> tuple[OnlineConfig, OnlineState]:
     """Inverse of :func:`to_bytes`; every inconsistency is a clear ``ValueError``."""
-    data = bytes(data)
-    if len(data) < _HEADER.size + 4:
-        raise ValueError("learner snapshot is truncated")
-    version, hlen = _version(data)
-    (crc,) = struct.unpack_from("<I", data, len(data) - 4)
-    if zlib.crc32(data[:-4]) != crc:
-        raise ValueError("learner snapshot is damaged (checksum mismatch)")
-    meta, config = _description(data[_HEADER.size:_HEADER.size + hlen])
-    offset = _HEADER.size + hlen
-    arrays = {}
-    for name, dtype, shape in meta["arrays"]:
-        dt = np.dtype(dtype)
-        n = int(np.prod(shape)) * dt.itemsize
-        if offset + n > len(data) - 4:
-            raise ValueError("learner snapshot is truncated")
-        arrays[name] = np.frombuffer(data, dtype=dt, count=int(np.prod(shape)), offset=offset).reshape(shape)
-        offset += n
-    return config, _state_of(config, version, {name: owned_copy(a) for name, a in arrays.items()})
+    view = memoryview(bytes(data) if not isinstance(data, (bytes, bytearray, memoryview)) else data).cast("B")
+    at = 0
+
+    def read_into(buffer):
+        nonlocal at
+        n = min(len(buffer), len(view) - at)
+        buffer[:n] = view[at:at + n]
+        at += n
+        return n
+
+    def read(n):
+        nonlocal at
+        out = bytes(view[at:at + n])
+        at += len(out)
+        return out
+
+    return from_stream(read_into, read, history=history)
 
 
-def from_stream(read_into, read, limit: int | None = None) -> tuple[OnlineConfig, OnlineState]:
+def from_stream(read_into, read, limit: int | None = None, history: HistoryReader | None = None
+                ) -> tuple[OnlineConfig, OnlineState]:
     """:func:`from_bytes` of a snapshot that arrives in pieces (an inflating reader): each array is filled
     where it will live, with no copy of the whole snapshot in between; the same checks, and the checksum
     computed as the bytes come.  ``read(n)`` returns the next ``n`` bytes (fewer only at the end);
     ``read_into(buffer)`` fills a writable byte buffer and returns how many bytes it got.  A snapshot whose
-    arrays would take more than ``limit`` bytes is refused before any is allocated.  The arrays are
-    filled as they are stored, little-endian: a little-endian host's own order (elsewhere, :func:`from_bytes`)."""
-    if not np.little_endian:
-        raise ValueError("a learner snapshot is read in pieces on little-endian hosts only")
+    arrays would take more than ``limit`` bytes is refused before any is allocated.  A snapshot whose
+    history is kept elsewhere gets it from ``history``."""
     head = read(_HEADER.size)
     if len(head) < _HEADER.size:
         raise ValueError("learner snapshot is truncated")
@@ -106,27 +172,66 @@ def from_stream(read_into, read, limit: int | None = None) -> tuple[OnlineConfig
     meta, config = _description(text)
     try:
         listed = [(name, np.dtype(dtype), tuple(int(n) for n in shape)) for name, dtype, shape in meta["arrays"]]
-    except (ValueError, TypeError, KeyError) as exc:
+        kept = meta.get("history", {"held": None, "elsewhere": False})
+        held, elsewhere = kept["held"], bool(kept["elsewhere"])
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise ValueError(f"learner snapshot header is invalid: {exc}") from None
     size = sum(math.prod(shape) * dt.itemsize for _, dt, shape in listed)
-    if limit is not None and size > limit:
-        raise ValueError(f"learner snapshot holds {size} bytes of arrays, more than its configuration holds ({limit})")
+    if limit is not None and max(size, state_nbytes(config)) > limit:
+        raise ValueError(f"learner snapshot holds {max(size, state_nbytes(config))} bytes of arrays, more than its "
+                         f"configuration holds ({limit})")
     shapes = state_shapes(config)
+    no_growth = np.zeros((0, 2), np.int64)
+    names = [name for name, _, _ in listed]
+    if names != [name for name in OnlineState._fields if name in names]:
+        raise ValueError("learner snapshot does not hold the expected arrays")
     arrays = {}
     for name, dt, shape in listed:
-        if name not in shapes or shapes[name][0] != shape or dt.newbyteorder("=") != shapes[name][1]:
+        if name not in shapes:
             raise ValueError(f"learner snapshot array {name!r} is not what its configuration holds")
-        out = table_array(shape, dt)
-        view = memoryview(out.reshape(-1).view(np.uint8))
-        if read_into(view) < len(view):
-            raise ValueError("learner snapshot is truncated")
-        crc = zlib.crc32(view, crc)
+        full, want = shapes[name]
+        # before version 10 a history was uint16 whatever the alphabet: one that fits a byte is converted below
+        widened = version < 10 and name == "hist" and dt.newbyteorder("=") == np.uint16 and want == np.uint8
+        if dt.newbyteorder("=") != want and not widened:
+            raise ValueError(f"learner snapshot array {name!r} is {dt.newbyteorder('=')}{list(shape)}, its "
+                             f"configuration holds {want}")
+        out = np.zeros(full, np.uint16) if widened else table_array(full, want, huge=not grows(config, name))
+        if version < 10:
+            views = [out]
+        else:
+            t = int(arrays["ctx_int"][POS]) if "ctx_int" in arrays and arrays["ctx_int"].size else 0
+            views = stored_views(name, out, t, arrays.get("grown", no_growth), elsewhere)
+        if stored_shape(out, views) != shape:  # (a history's length follows the position, a table's its size)
+            raise ValueError(f"learner snapshot is damaged or inconsistent: its array {name!r} is "
+                             f"{dt.newbyteorder('=')}{list(shape)}, expected {want}{list(stored_shape(out, views))}")
+        for v in views:
+            raw = memoryview(v.reshape(-1).view(np.uint8))
+            if read_into(raw) < len(raw):
+                raise ValueError("learner snapshot is truncated")
+            crc = zlib.crc32(raw, crc)
+            if not np.little_endian:
+                v.byteswap(inplace=True)
+        if widened:
+            if out.size and int(out.max()) > np.iinfo(np.uint8).max:
+                raise _inconsistent(f"the history holds symbol {int(out.max())}, outside the alphabet")
+            out = out.astype(np.uint8)
         arrays[name] = out
     tail = read(5)
     if len(tail) != 4:
         raise ValueError("learner snapshot is truncated" if len(tail) < 4 else "learner snapshot is followed by other bytes")
     if struct.unpack("<I", tail)[0] != crc:
         raise ValueError("learner snapshot is damaged (checksum mismatch)")
+    if version >= 10 and arrays.get("hist", no_growth).size:
+        ring = arrays["hist"]
+        t = int(arrays["ctx_int"][POS])
+        n = min(t, ring.shape[0])
+        if held != (0 if elsewhere else n):
+            raise ValueError("learner snapshot header is invalid: its history's length is not its array's")
+        if elsewhere:
+            if history is None:
+                raise ValueError("learner snapshot's history is kept elsewhere (a stream's history file), and none "
+                                 "was given")
+            history(t - n, [memoryview(v) for v in ring_views(ring, t - n, n)])
     return config, _state_of(config, version, arrays)
 
 
@@ -231,24 +336,32 @@ def _check_context(config: OnlineConfig, state: OnlineState) -> None:
     if not np.array_equal(state.ctx_kind, sources):
         raise _inconsistent(f"its context sources {state.ctx_kind.tolist()} are not the configuration's "
                             f"{sources.tolist()}")
-    counted = state.ctx_cnt > 0
-    if state.ctx_sym.size and int(state.ctx_sym.max()) >= cap:
-        raise _inconsistent(f"a context table holds symbol {int(state.ctx_sym.max())}, outside the alphabet [0, {cap})")
-    if counted.any() and not state.code_of[state.ctx_sym[counted].astype(np.int64)].all():
-        raise _inconsistent("a context table counts a symbol the learner has never seen")
-    if int(state.ctx_cnt.max(initial=0)) >= config.count_limit:
-        raise _inconsistent(f"a context table holds a count >= count_limit = {config.count_limit}")
-    if np.any(counted & (state.ctx_tag == 0)[..., None]):
-        raise _inconsistent("an empty context slot holds counts")
     ints = state.ctx_int
     t, H = int(ints[POS]), state.hist.shape[0]
+    tag, sym, cnt, table = state.ctx_tag, state.ctx_sym, state.ctx_cnt, state.match_table
+    if state.grown.size:  # the tables as far as they have grown: beyond, nothing was ever written
+        _check_growth(config, state)
+        used = 1 << int(state.grown[:-1, BITS].max(initial=0))
+        tag, sym, cnt = tag[:, :used], sym[:, :used], cnt[:, :used]
+        table = table[:1 << int(state.grown[-1, BITS])] if table.size else table
+    counted = cnt > 0
+    if sym.size and int(sym.max()) >= cap:
+        raise _inconsistent(f"a context table holds symbol {int(sym.max())}, outside the alphabet [0, {cap})")
+    if counted.any() and not state.code_of[sym[counted].astype(np.int64)].all():
+        raise _inconsistent("a context table counts a symbol the learner has never seen")
+    if int(cnt.max(initial=0)) >= config.count_limit:
+        raise _inconsistent(f"a context table holds a count >= count_limit = {config.count_limit}")
+    if np.any(counted & (tag == 0)[..., None]):
+        raise _inconsistent("an empty context slot holds counts")
     if t < 0 or int(ints[ORDER0_TOTAL]) != t or state.order0.min(initial=0) < 0 or int(state.order0.sum()) != t:
         raise _inconsistent("the context units' symbol counts do not add up to their stream position")
-    if state.hist.size and int(state.hist.max()) >= cap:
-        raise _inconsistent(f"the history holds symbol {int(state.hist.max())}, outside the alphabet [0, {cap})")
-    written = state.hist[(t - np.arange(1, min(t, H) + 1)) % H] if H else state.hist[:0]
-    if written.size and not state.code_of[written.astype(np.int64)].all():
-        raise _inconsistent("the history holds a symbol the learner has never seen")
+    if H:  # the symbols the ring holds (the rest of it was never written)
+        for piece in ring_views(state.hist, t - min(t, H), min(t, H)):
+            counts = np.bincount(piece, minlength=cap)
+            if counts[cap:].any():
+                raise _inconsistent(f"the history holds a symbol outside the alphabet [0, {cap})")
+            if not state.code_of[np.flatnonzero(counts)].all():
+                raise _inconsistent("the history holds a symbol the learner has never seen")
     if not 0 <= int(ints[PREV_LINE_START]) <= int(ints[LINE_START]) <= t or int(ints[PREV_LINE_LEN]) < 0 \
             or int(ints[PREV_LINE_LEN]) > int(ints[LINE_START]) - int(ints[PREV_LINE_START]):
         raise _inconsistent("the context units' line positions are out of range")
@@ -259,7 +372,7 @@ def _check_context(config: OnlineConfig, state: OnlineState) -> None:
         raise _inconsistent("the match model follows a position outside the history")
     if _counts_out_of_range(state.match_stats, config.count_limit):
         raise _inconsistent("the match model's statistics are out of range")
-    if state.match_table.size and (state.match_table.min() < 0 or int(state.match_table.max()) > t + 1):
+    if table.size and (table.min() < 0 or int(table.max()) > t + 1):
         raise _inconsistent("the match table holds positions beyond the stream")
     if int(ints[NNZ]) != 0 or state.feat.any():
         raise _inconsistent("context activities are left over between symbols")
@@ -280,6 +393,31 @@ def _check_context(config: OnlineConfig, state: OnlineState) -> None:
     followed = state.followers[state.followers != 0].astype(np.int64) - 1
     if followed.size and (followed.min() < 0 or followed.max() >= cap or not state.code_of[followed].all()):
         raise _inconsistent("the indirect source's table holds a symbol the learner has never seen")
+
+
+def _check_growth(config: OnlineConfig, state: OnlineState) -> None:
+    """Tables that grow (``growth.py``): each size between the first and the largest, each count of slots taken
+    the slots that hold something, and nothing past a table's size."""
+    grown, tag = state.grown, state.ctx_tag
+    if grown.shape != (tag.shape[0] + 1, 2):
+        raise _inconsistent("the tables' sizes are not one per table")
+    first, most = initial_bits(config.context_bits), config.context_bits
+    bits = grown[:, BITS]
+    if bits[:-1].size and (bits[:-1].min() < first or bits[:-1].max() > most):
+        raise _inconsistent("a context table's size is out of range")
+    if not initial_bits(config.match_bits) <= bits[-1] <= config.match_bits:
+        raise _inconsistent("the match table's size is out of range")
+    used = 1 << int(bits[:-1].max(initial=0))
+    for s in range(tag.shape[0]):
+        size = 1 << int(bits[s])
+        if tag[s, size:used].any() or np.count_nonzero(tag[s, :size]) != grown[s, TAKEN]:
+            raise _inconsistent(f"context table {s} holds slots past its size, or not as many as it counts")
+    if state.match_table.size:
+        size = 1 << int(bits[-1])
+        if np.count_nonzero(state.match_table[:size]) != grown[-1, TAKEN]:
+            raise _inconsistent("the match table does not hold as many positions as it counts")
+    elif grown[-1, TAKEN] != 0:
+        raise _inconsistent("a model without a match model counts match table entries")
 
 
 def _check_numbers(config: OnlineConfig, state: OnlineState) -> None:

@@ -11,6 +11,7 @@ use one by one instead (``docs/architecture.md``).
 from __future__ import annotations
 
 import math
+import mmap
 from typing import NamedTuple
 
 import numpy as np
@@ -21,11 +22,12 @@ from ..kernels.elementary import NUMERICS, logistic, tanh
 from ..kernels.network import Network
 from ..model import random_graph
 from .config import F, H, OnlineConfig
-from .context import CTX_INTS, FIELD_SLOTS, FOLLOWER_BASE, MATCH, MATCH_BUCKETS, SAME, SELECTING_BUCKETS
+from .context import CTX_INTS, FIELD_SLOTS, FOLLOWER_BASE, MATCH, MATCH_BUCKETS, POS, SAME, SELECTING_BUCKETS
+from .growth import BITS, initial_bits
 from .maps import MAP_POINTS, initial_maps, map_rows
 from .numbers import NUMBER_BUCKETS, NUMBER_CONTEXTS, NUMBER_DIGITS, NUMBER_INTS, N_PREDICTED, N_VOTED
 from .selecting import selecting_rows
-from .tables import table_array
+from .tables import HUGE_PAGE, table_array
 
 # positions in the `reals` array (REALS of them) and in the `counts` array (COUNTS of them)
 REALS, COUNTS = 3, 6
@@ -77,6 +79,9 @@ class OnlineState(NamedTuple):
     ctx_updates: np.ndarray  # (A+1,) int64: contributions received by each block
     ctx_updated: np.ndarray  # (A+1,) int64 work: symbol count + 1 when the block was last stepped
     ctx_work: np.ndarray  # (4, 2S) work
+    # with table_growth (growth.py): per hashed source, then the match table, log2 of the size in use and the
+    # slots taken; (0, 2) without it
+    grown: np.ndarray  # (S' + 1, 2) int64
     ctx_tag: np.ndarray  # (S', T) uint32 (S' = S less the match source, which is last): check word of the context held by each slot (0: empty)
     ctx_sym: np.ndarray  # (S', T, E) uint16: symbols counted in each slot
     ctx_cnt: np.ndarray  # (S', T, E) uint16: their counts
@@ -85,7 +90,7 @@ class OnlineState(NamedTuple):
     ctx_want: np.ndarray  # (S,) uint32: the current context's check word
     ctx_int: np.ndarray  # (context.CTX_INTS,) int64: stream position, match and line state
     order0: np.ndarray  # (A,) int64 (empty without sources): order-0 counts
-    hist: np.ndarray  # (H,) uint16: the last H symbols, a ring
+    hist: np.ndarray  # (H,) uint8 (alphabets of 256 or fewer) or uint16: the last H symbols, a ring
     match_table: np.ndarray  # (2^match_bits,) int64: position + 1 after each hashed context
     match_stats: np.ndarray  # (2, context.MATCH_BUCKETS) int64: hits and tries per match length
     feat: np.ndarray  # (S, A+1) work: the context units' activities (all zero between symbols)
@@ -139,7 +144,8 @@ def new_state(config: OnlineConfig) -> OnlineState:
     filled.
     """
     N = config.units
-    state = OnlineState(**{name: table_array(shape, dtype) for name, (shape, dtype) in state_shapes(config).items()})
+    state = OnlineState(**{name: table_array(shape, dtype, huge=not grows(config, name))
+                           for name, (shape, dtype) in state_shapes(config).items()})
     state.inputs[...] = random_graph(N, config.degree, np.random.default_rng([config.seed, 0x5EED]))
     state.symbol_of[...] = -1
     state.hd[...] = config.writing_prior
@@ -156,6 +162,9 @@ def new_state(config: OnlineConfig) -> OnlineState:
             state.fields[0, SAME] = 1  # the first field of the stream repeats its (absent) previous line so far
         state.number_int[:, N_PREDICTED] = -1  # no prediction, no vote yet
         state.number_int[:, N_VOTED] = -1
+        if config.table_growth:
+            state.grown[:-1, BITS] = initial_bits(config.context_bits)
+            state.grown[-1, BITS] = initial_bits(config.match_bits)
     if config.probability_maps:
         state.maps[...] = initial_maps(state.maps.shape[0])
     state.credit_scale[...] = 1.0
@@ -192,6 +201,9 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
     field_rows = selecting_rows(config.field_set_fields, config.field_selecting_positions, False)
     M = map_rows(field_rows) if config.probability_maps else 0
     f, i, u16, u32 = np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.uint16), np.dtype(np.uint32)
+    symbol = history_dtype(config)
+    # the number source's tables: 2^(context_bits - 2) slots; tables that grow keep seqd 0.16's 2^14
+    number_bits = (min(config.context_bits, 16) if config.table_growth else config.context_bits) - 2
     window, cols, per_code = (K + 2, N + 1), (N + 1, A + 1), (A + 1, N + 1, D)
     shapes = dict(
         inputs=((N + 1, D), i), code_of=((A,), i), symbol_of=((A + 1,), i), w=(cols, f), tau=(per_code, f),
@@ -205,7 +217,8 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
         ctx_updates=((A + 1 if S else 0,), i), ctx_updated=((A + 1 if S else 0,), i), ctx_work=((4, 2 * S), f),
         ctx_tag=((SH, T), u32), ctx_sym=((SH, T, E), u16), ctx_cnt=((SH, T, E), u16), ctx_slot=((S,), i),
         ctx_found=((S,), i), ctx_want=((S,), u32), ctx_int=((CTX_INTS,), i), order0=((A if hashed else 0,), i),
-        hist=((H,), u16), match_table=((1 << config.match_bits if matching else 0,), i),
+        hist=((H,), symbol), match_table=((1 << config.match_bits if matching else 0,), i),
+        grown=((SH + 1 if config.table_growth and hashed else 0, 2), i),
         match_stats=((2, MATCH_BUCKETS), i), feat=((S, A + 1), f), feat_nz=((S * E + S, 2), i),
         offset=((K + 1, A + 1), f), acc=((A if hashed else 0,), f), acc_mark=((A if hashed else 0,), i),
         acc_list=((S * E,), i), sel_w=((SELECTING_BUCKETS * R, S), f), sel_P=((R, S, S), f),
@@ -214,7 +227,7 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
         fsel_w=((rows, S), f), fsel_h=((rows, S), f),
         fsel_row=((config.field_selected_weights + config.order2_selected_weights + config.unit_selected_weights,), i),
         followers=((FOLLOWER_BASE ** 2 if config.indirect_context else 0,), i),
-        number_table=((NT, 1 << (config.context_bits - 2) if NT else 0, 6), i), number_int=((NT, NUMBER_INTS), i),
+        number_table=((NT, 1 << number_bits if NT else 0, 6), i), number_int=((NT, NUMBER_INTS), i),
         number_digits=((NT, NUMBER_DIGITS + 2), i), number_stats=((NT, 2, NUMBER_BUCKETS), i),
         maps=((M, MAP_POINTS), f), map_counts=((M, MAP_POINTS), f), map_at=((4 if M else 0,), i),
         map_frac=((1 if M else 0,), f), coded=((A + 1 if M else 0,), f),
@@ -223,6 +236,43 @@ def state_shapes(config: OnlineConfig) -> dict[str, tuple[tuple[int, ...], np.dt
         numerics=((0,), np.dtype(NUMERICS[config.numerics])),
     )
     return {name: shapes[name] for name in OnlineState._fields}
+
+
+GROWING = ("ctx_tag", "ctx_sym", "ctx_cnt", "match_table")  # the tables that grow, with table_growth (growth.py)
+
+
+def grows(config: OnlineConfig, name: str) -> bool:
+    """Whether array ``name`` is a table that grows: in memory only as far as it has grown."""
+    return config.table_growth and name in GROWING
+
+
+def resident_nbytes(config: OnlineConfig, state: OnlineState) -> int:
+    """The bytes of the state in memory: every array whole, but the history ring as far as it has been
+    written and each table that grows as far as it has grown, each to the page (huge for the ring, which
+    is advised so).  Memory that grows with what the stream has seen: what the daemon's budget counts."""
+    total = 0
+    t = int(state.ctx_int[POS]) if state.ctx_int.size else 0
+    for name, array in zip(OnlineState._fields, state):
+        if name == "hist" and array.nbytes >= HUGE_PAGE:
+            total += _pages(min(t, array.shape[0]) * array.itemsize, HUGE_PAGE)
+        elif grows(config, name) and array.nbytes >= HUGE_PAGE:
+            if name == "match_table":
+                total += _pages((1 << int(state.grown[-1, BITS])) * array.itemsize, mmap.PAGESIZE)
+            else:
+                row = array[0, :1].nbytes  # a slot's bytes
+                total += sum(_pages((1 << int(b)) * row, mmap.PAGESIZE) for b in state.grown[:-1, BITS])
+        else:
+            total += array.nbytes
+    return total
+
+
+def _pages(nbytes: int, page: int) -> int:
+    return -(-nbytes // page) * page
+
+
+def history_dtype(config: OnlineConfig) -> np.dtype:
+    """The history ring's symbols: a byte each for an alphabet of 256 or fewer, two bytes for a larger one."""
+    return np.dtype(np.uint8 if config.alphabet_cap <= 256 else np.uint16)
 
 
 def state_nbytes(config: OnlineConfig) -> int:

@@ -20,7 +20,8 @@ from ..kernels.elementary import log2_of
 from ..kernels.forward import evolve_into, softmax_offset_into
 from .alphabet import RETIRED_ESCAPE_BIAS, activate_symbol
 from .config import F
-from .context import clear_features, features, observe
+from .context import POS, clear_features, features, observe
+from .growth import grow_tables
 from .selecting import set_rows, unit_centre
 from .maps import learn_maps, refine
 from .state import ACTIVE, ETA_W, SYMBOLS, WINDOW_POS, network
@@ -57,7 +58,7 @@ def predict_step(st, flags):
                  flags[F.field_selecting_positions], flags[F.order2_selected_weights], flags[F.unit_set_units],
                  unit_centre(flags[F.activation_code]))
         features(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
-                 st.ctx_want, st.ctx_cnt, st.ctx_sym, st.order0, st.acc, st.acc_list, st.acc_mark, st.match_stats,
+                 st.ctx_want, st.grown, st.ctx_cnt, st.ctx_sym, st.order0, st.acc, st.acc_list, st.acc_mark, st.match_stats,
                  st.number_int, st.number_digits, st.number_stats, st.code_of, st.numerics, st.feat, st.feat_nz,
                  st.ctx_w, st.sel_w, st.sel_row, st.fsel_w, st.fsel_row, flags[F.alphabet_cap], flags[F.context_bits],
                  st.offset[k], width)
@@ -106,8 +107,12 @@ def learn_step(st, hyper, flags, symbol):
     if st.ctx_kind.shape[0] > 0:
         clear_features(st.ctx_int, st.feat, st.feat_nz)
         observe(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
-                st.ctx_want, st.ctx_cnt, st.ctx_sym, st.order0, st.match_stats, st.match_table, st.number_int,
-                st.number_digits, st.number_table, st.number_stats, symbol, flags[F.count_limit], flags[F.match_min])
+                st.ctx_want, st.grown, st.ctx_cnt, st.ctx_sym, st.order0, st.match_stats, st.match_table,
+                st.number_int, st.number_digits, st.number_table, st.number_stats, symbol, flags[F.count_limit],
+                flags[F.match_min])
+        if st.grown.shape[0] > 0:
+            grow_tables(st.grown, st.ctx_tag, st.ctx_sym, st.ctx_cnt, st.match_table, st.hist, st.ctx_int[POS],
+                        flags[F.context_bits], flags[F.match_bits], flags[F.match_min])
     st.x[k] = code
     st.targets[k] = target
     st.counts[SYMBOLS] += 1

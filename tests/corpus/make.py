@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-FIRST_PRESET = {1: "bytes-1", 2: "bytes-2"}  # the preset each format's files without a preset suffix were written with
+FIRST_PRESET = {1: "bytes-1", 2: "bytes-2", 3: "bytes-11"}  # the preset each format's files without a suffix have
 
 
 def synthetic_log(lines: int, seed: int) -> bytes:
@@ -65,6 +65,8 @@ def every_byte(seed: int) -> bytes:
 
 
 def cases(levels: list[str]) -> list[tuple[str, bytes, list[str]]]:
+    from seqd.core.container import FORMAT_VERSION
+
     log = synthetic_log(400, seed=1)
     out = [
         ("empty", b"", []),
@@ -72,6 +74,8 @@ def cases(levels: list[str]) -> list[tuple[str, bytes, list[str]]]:
         ("bytes", every_byte(seed=2), []),
         ("blocks", synthetic_log(300, seed=3), ["--block-size", "4K"]),
     ]
+    if FORMAT_VERSION >= 3:  # chains of blocks, each a learner of its own (--chain-size): format 3 on
+        out.append(("chains", synthetic_log(300, seed=3), ["--block-size", "4K", "--chain-size", "8K"]))
     out += [(f"level{level}", log[:12_000], [f"-{level}"]) for level in levels]
     return out
 

@@ -1,0 +1,179 @@
+"""Tables that grow with the stream: the context sources' tables and the match model's, doubled in place.
+
+A stream that has seen a few kilobytes needs a few thousand slots per
+context source; one that has seen gigabytes needs millions.  With
+``table_growth`` on, every hashed source's table and the match model's
+start at 2^GROWTH_START slots and double, each on its own, when more than
+1/FULL of its slots are taken, up to 2^context_bits (2^match_bits for the
+match model's): memory grows with what the stream has seen, up to the
+budget the configuration sets, and the tables a stream does not fill (the
+order-1 contexts of a log fill a few hundred slots) stay small.  Each
+table's size and count of taken slots live in ``OnlineState.grown``, one
+row per hashed source and a last row for the match model's table.
+
+**Buckets, and what a full bucket gives up.**  A growing context table's
+slots come in buckets of WAYS; a context may take any slot of the bucket its
+hash names.  A new context takes an empty slot of its bucket, or else the
+slot whose counts add up to least: the context seen least gives way, not
+whichever one the hash happens to name (paq's replacement by priority).  In
+a table where each context has one slot of its own, two busy contexts that
+hash alike take the slot from each other again and again: at a quarter full
+that cost the byte model 0.0035 bits/byte on the public logs
+(``docs/benchmarks.md``, "Lifelong memory").
+
+**The slot and the tag.**  A context's 64-bit hash z (``hashing.py``'s mix)
+names its bucket by its top ``bits`` - WAY_BITS bits, and its 32-bit tag is
+the 32 bits below the top MIN_TABLE_BITS - WAY_BITS (z >> TAG_SHIFT, its
+lowest bit set so that 0 means empty).  So the bit that tells, when the
+table doubles, which of the buckets 2j and 2j + 1 a context of bucket j goes
+to (the next bit of z below the bucket's) is a bit of its tag
+(:func:`split_bit`): a table splits in place, from its last bucket down,
+with nothing rehashed and no context in another's way.  The tag still tells
+two contexts of a bucket apart by its bits below the bucket's: 32 in the
+smallest table, 24 at 2^18 slots.
+
+The match model's table holds the position after each hashed context of
+``match_min`` symbols, not a tag; a split hashes each entry's context again
+from the history, and drops an entry whose context has left it.
+
+Doubling a table of n slots costs O(n) once, when about n/FULL contexts
+have come, so growth costs O(1) per symbol amortised.  Every step is a
+function of the stream alone, so an encoder and its decoder grow their
+tables at the same symbols.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import inline_kernel, kernel
+from .hashing import absorb, finalize
+
+MIN_TABLE_BITS = 10  # the smallest table OnlineConfig allows (context_bits, match_bits >= 10)
+GROWTH_START = MIN_TABLE_BITS  # log2 of a growing table's first size
+WAY_BITS = 2
+WAYS = 1 << WAY_BITS  # a growing context table's slots come in buckets of WAYS; a context may take any of its bucket's
+# a growing table's tag: the 32 bits of the hash below the bucket's bits in the smallest table (bits 24 ... 55)
+TAG_SHIFT = 64 - (MIN_TABLE_BITS - WAY_BITS) - 32
+BITS, TAKEN = 0, 1  # the columns of OnlineState.grown: log2 of the table's size, its slots taken
+FULL = 4  # a table doubles when more than 1/FULL of its slots are taken
+
+
+def initial_bits(most: int) -> int:
+    """A growing table's first size, in bits: GROWTH_START, or ``most`` if smaller."""
+    return min(GROWTH_START, most)
+
+
+@inline_kernel
+def find_slot(tag, cnt, s, h, bits):
+    """(slot, found, check): where source ``s``'s table of 2^bits slots holds the context of hash ``h``
+    (found 1), or the slot that context takes when it is counted (found 0): an empty slot of its bucket,
+    or else the one whose counts add up to least."""
+    z = finalize(h ^ (np.uint64(s + 1) * np.uint64(0xD6E8FEB86659FD93)))
+    first = np.int64(z >> np.uint64(64 - bits + WAY_BITS)) * WAYS
+    check = np.uint32(((z >> np.uint64(TAG_SHIFT)) & np.uint64(0xFFFFFFFF)) | np.uint64(1))
+    empty = -1
+    for slot in range(first, first + WAYS):
+        if tag[s, slot] == check:
+            return slot, 1, check
+        if tag[s, slot] == 0 and empty < 0:
+            empty = slot
+    if empty >= 0:
+        return empty, 0, check
+    weakest = first
+    least = np.int64(1) << 62
+    for slot in range(first, first + WAYS):
+        n = np.int64(0)
+        for e in range(cnt.shape[2]):
+            n += np.int64(cnt[s, slot, e])
+        if n < least:
+            least = n
+            weakest = slot
+    return weakest, 0, check
+
+
+@inline_kernel
+def split_bit(check, bits):
+    """Which of the buckets 2j, 2j + 1 the context with tag ``check`` in bucket j of a table of 2^bits slots
+    moves to when the table doubles: bit 63 - (bits - WAY_BITS) of its hash."""
+    return np.int64((np.uint64(check) >> np.uint64(63 - bits + WAY_BITS - TAG_SHIFT)) & np.uint64(1))
+
+
+@inline_kernel
+def match_slot(h, bits):
+    """The slot of a hashed context of ``match_min`` symbols in a match table of 2^bits entries."""
+    return np.int64(finalize(h) >> np.uint64(64 - bits))
+
+
+@inline_kernel
+def match_hash(hist, p, match_min):
+    """The hash of the ``match_min`` symbols before position ``p`` (all of them still in the ring)."""
+    H = hist.shape[0]
+    h = np.uint64(0)
+    for back in range(1, match_min + 1):
+        h = absorb(h, np.int64(hist[(p - back) % H]))
+    return h
+
+
+@kernel
+def split_context_table(tag, sym, cnt, s, bits):
+    """Double source ``s``'s table from 2^bits slots to 2^(bits + 1), in place (its arrays have room).
+
+    From the last bucket down, each context of bucket j moves to the first free slot of bucket 2j or
+    2j + 1, the one its hash names: both lie above j (and were emptied before it), except for bucket 0,
+    whose contexts that stay stay where they are."""
+    E = sym.shape[2]
+    for j in range((np.int64(1) << (bits - WAY_BITS)) - 1, -1, -1):
+        for slot in range(j * WAYS, j * WAYS + WAYS):
+            check = tag[s, slot]
+            if check == 0:
+                continue
+            bucket = 2 * j + split_bit(check, bits)
+            if bucket == j:
+                continue
+            to = bucket * WAYS
+            while tag[s, to] != 0:
+                to += 1
+            tag[s, to] = check
+            tag[s, slot] = 0
+            for e in range(E):
+                sym[s, to, e] = sym[s, slot, e]
+                cnt[s, to, e] = cnt[s, slot, e]
+                sym[s, slot, e] = 0
+                cnt[s, slot, e] = 0
+
+
+@kernel
+def split_match_table(table, hist, t, match_min, bits):
+    """Double the match table from 2^bits entries to 2^(bits + 1), in place; returns the entries it dropped
+    (those whose context has left the history ring, and could no longer be found)."""
+    H = hist.shape[0]
+    oldest = t - H if t > H else 0
+    dropped = 0
+    for i in range((np.int64(1) << bits) - 1, -1, -1):
+        stored = table[i]
+        if stored == 0:
+            continue
+        table[i] = 0
+        p = stored - 1
+        if p - match_min < oldest:
+            dropped += 1
+            continue
+        table[match_slot(match_hash(hist, p, match_min), bits + 1)] = stored
+    return dropped
+
+
+@kernel
+def grow_tables(grown, tag, sym, cnt, match_table, hist, t, context_bits, match_bits, match_min):
+    """Double every table that has more than half of its slots taken and is below its largest size."""
+    S = tag.shape[0]
+    for s in range(S):
+        b = grown[s, BITS]
+        if b < context_bits and FULL * grown[s, TAKEN] > (np.int64(1) << b):
+            split_context_table(tag, sym, cnt, s, b)
+            grown[s, BITS] = b + 1
+    if match_table.shape[0] > 0:
+        b = grown[S, BITS]
+        if b < match_bits and FULL * grown[S, TAKEN] > (np.int64(1) << b):
+            grown[S, TAKEN] -= split_match_table(match_table, hist, t, match_min, b)
+            grown[S, BITS] = b + 1
