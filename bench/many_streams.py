@@ -43,7 +43,7 @@ from soak import dir_bytes, rss_bytes  # noqa: E402
 from seqd.clients.client import Client  # noqa: E402
 from seqd.core.online import OnlineConfig, OnlineLearner  # noqa: E402
 from seqd.daemon.budget import STREAM_BYTES  # noqa: E402
-from seqd.daemon.streams import resident_bytes  # noqa: E402
+from seqd.daemon.learner_store import resident_bytes  # noqa: E402
 
 MIB = 1 << 20
 

@@ -28,6 +28,7 @@ from .scornn import SCORNNConfig, SCORNNLearner
 from .scornn.config import state_shapes as scornn_shapes
 from .online import OnlineConfig, OnlineLearner
 from .online.config import MODELS as ONLINE_PRESETS
+from .online.state import first_resident_nbytes as first_resident_nbytes_online
 from .online.state import state_shapes as online_shapes
 
 
@@ -130,3 +131,11 @@ def work_per_symbol(config) -> int | None:
 def state_nbytes(config) -> int:
     """The bytes of a learner's arrays for ``config``, without allocating them."""
     return sum(math.prod(shape) * np.dtype(dtype).itemsize for shape, dtype in model_of(config).shapes(config).values())
+
+
+def first_resident_nbytes(config) -> int:
+    """The memory a new learner of ``config`` takes (its ``resident_bytes``), without making one: its arrays'
+    bytes, less for a GLNN whose history and tables grow with its stream (``online.state``)."""
+    if isinstance(config, OnlineConfig):
+        return first_resident_nbytes_online(config)
+    return state_nbytes(config)

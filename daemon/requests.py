@@ -37,7 +37,8 @@ from .reports import Created, CreateFailed
 from .config import ServeConfig
 from .state_dir import StateDirectory
 from .models import config_dict, is_earlier_preset, make_config
-from .streams import Stream, resident_bytes
+from .learner_store import most_bytes, resident_bytes
+from .streams import Stream
 from .waiters import Waiters
 
 log = logging.getLogger("seqd")
@@ -158,7 +159,7 @@ class Requests:
         if len(self.streams) + len(self.creating) >= self.config.max_streams:
             return Reply.failure(req.id, P.LIMIT, f"this server holds at most {self.config.max_streams} streams")
         need = STREAM_BYTES + resident_bytes(config)
-        refusal = self._memory_refusal(name, need)
+        refusal = self._memory_refusal(name, need, STREAM_BYTES + most_bytes(config))
         if refusal is not None:
             return Reply.failure(req.id, *refusal)
         self.creating[name] = pending
@@ -166,15 +167,17 @@ class Requests:
         job = CreateJob(name, config, need)
         return AwaitNamespace(job) if self.budget.try_take(need) else AwaitRoom(job)
 
-    def _memory_refusal(self, name: str, need: int) -> tuple[str, str] | None:
-        """Why a new stream that holds ``need`` bytes in memory cannot be served, or None: checked before
-        anything is allocated, against ``max_state_bytes`` less the streams' own bytes and the learners at
-        work (:meth:`busy_bytes`), and those being created."""
+    def _memory_refusal(self, name: str, need: int, most: int | None = None) -> tuple[str, str] | None:
+        """Why a new stream that holds ``need`` bytes in memory, and up to ``most`` as it grows, cannot be
+        served, or None: checked before anything is allocated, against ``max_state_bytes`` less the streams'
+        own bytes and the learners at work (:meth:`busy_bytes`), and those being created."""
         budget = self.config.max_state_bytes
-        if need > budget:  # no server state could ever hold it: the request is at fault, not the server
-            return P.BAD_CONFIG, (f"stream {name!r} would hold {binary_size(need)} in memory, more than this "
+        most = max(need, most or 0)
+        if most > budget:  # no server state could ever hold it: the request is at fault, not the server
+            return P.BAD_CONFIG, (f"stream {name!r} would hold {binary_size(most)} in memory, more than this "
                                   f"server serves in all (max_state_bytes = {binary_size(budget)}): use fewer units, "
-                                  "a smaller degree, window or alphabet_cap")
+                                  "a smaller degree, window or alphabet_cap, or smaller tables (context_bits, "
+                                  "history_bits, match_bits)")
         used = self.busy_bytes() + sum(self.reserved.values())
         if used + need > budget:
             return P.LIMIT, (f"a new stream of {binary_size(need)} would take the streams past max_state_bytes "

@@ -56,14 +56,15 @@ def head(position: int, code_bits: float, recent: np.ndarray) -> bytes:
     return _SNAP_HEAD.pack(SNAPSHOT_MAGIC, position, len(extra), zlib.crc32(extra, position)) + extra
 
 
-def read(snap: Path, recent_length: int, max_learner_bytes: int | None = None, learner_type: type = OnlineLearner
-         ) -> tuple[int, float, np.ndarray, object]:
+def read(snap: Path, recent_length: int, max_learner_bytes: int | None = None, learner_type: type = OnlineLearner,
+         history=None) -> tuple[int, float, np.ndarray, object]:
     """A snapshot of any version: its position, cumulative code length, the ``recent_length`` recent code
     lengths, and the learner, of ``learner_type`` (the stream's model, ``core/learners.py``).  ValueError
     naming the file when it is cut short, damaged, of another version, or when its learner would inflate
     past ``max_learner_bytes``.  A GLNN's is read and inflated a piece at a time, straight into the
     learner's arrays (versions 3 and 4): the file is never in memory whole; another model's learner is
-    inflated whole (at most ``max_learner_bytes``), then read by its ``from_bytes``."""
+    inflated whole (at most ``max_learner_bytes``), then read by its ``from_bytes``.  A GLNN whose history
+    its snapshot leaves out reads it from ``history`` (the stream's :class:`~.history_file.HistoryFile`)."""
     with open(snap, "rb") as f:
         head = f.read(_SNAP_HEAD.size)
         if len(head) < _SNAP_HEAD.size:
@@ -79,7 +80,10 @@ def read(snap: Path, recent_length: int, max_learner_bytes: int | None = None, l
             raise ValueError(f"{snap}: not a seqd stream snapshot, or damaged")
         code_bits, recent = _read_statistics(magic, stats, snap, recent_length)
         if magic in (SNAPSHOT_MAGIC_V1, SNAPSHOT_MAGIC_V2):
-            return position, code_bits, recent, learner_type.from_bytes(f.read())
+            data = f.read()  # (a GLNN's learner, the only model then: it may keep its history elsewhere today)
+            learner = learner_type.from_bytes(data, history) if learner_type is OnlineLearner else \
+                learner_type.from_bytes(data)
+            return position, code_bits, recent, learner
         try:
             learner = (SparseReader(f, max_learner_bytes) if magic == SNAPSHOT_MAGIC
                        else Inflater(f, max_learner_bytes))
@@ -90,7 +94,7 @@ def read(snap: Path, recent_length: int, max_learner_bytes: int | None = None, l
                 if learner.read_into(memoryview(whole)) < len(whole) or not learner.finished:
                     raise ValueError("its learner is cut short, or followed by other bytes")
                 return position, code_bits, recent, learner_type.from_bytes(whole)
-            config, state = from_stream(learner.read_into, learner.read, max_learner_bytes)
+            config, state = from_stream(learner.read_into, learner.read, max_learner_bytes, history)
             if not learner.finished:
                 raise ValueError("its learner is cut short, or followed by other bytes")
         except zlib.error as exc:

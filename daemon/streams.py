@@ -17,8 +17,8 @@ broken, faulted, dropped, gone); :attr:`Stream.state` is where it is.
 
 Files, in ``<state_dir>/streams/<name>/``: ``stream.json`` (the model
 configuration, written once at creation), ``snapshot`` (the learner at some
-position, replaced atomically; its bytes are :mod:`.snapshot_file`), and the
-log segments.
+position, replaced atomically) and a byte stream's ``history``
+(:mod:`.learner_store`), and the log segments.
 """
 
 from __future__ import annotations
@@ -35,38 +35,26 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.learners import config_from, learner_for, model_of, state_nbytes
-from . import lifecycle, snapshot_file, sparse, wal
+from ..core.learners import config_from, learner_for, model_of
+from . import lifecycle, snapshot_file, wal
+from .learner_store import RECENT, RECENT_BYTES, LearnerStore
 from .budget import STREAM_BYTES, MemoryBudget, return_freed_memory
 from .models import chunk_for, config_dict
 from .lifecycle import State
 from .reports import Hibernated, Learned, NeedsRoom, SnapshotFailed, SnapshotWritten
 from .views import View
 
-RECENT = 4096  # symbols over which the "recent" bits/symbol is taken
-RECENT_BYTES = RECENT * 8  # their code lengths, in memory beside the learner (the snapshot holds them while it sleeps)
-
-def resident_bytes(config) -> int:
-    """What a stream of ``config`` holds in memory while its learner is there, beyond :data:`STREAM_BYTES`:
-    the learner's arrays and the recent code lengths, which leave memory when it hibernates."""
-    return state_nbytes(config) + RECENT_BYTES
-
-
-def learner_bound(config) -> int:
-    """The most a snapshot's learner may inflate to: the learner of ``config`` (stream.json's), and a little for
-    its description; a damaged or hostile file cannot make the reading take more."""
-    return state_nbytes(config) + (1 << 20)
-
-
 class Stream:
     def __init__(self, name: str, directory: Path, learner, position: int, *,
-                 created: float, fsync: bool):
+                 created: float, fsync: bool, store: LearnerStore | None = None):
         self.name = name
         self.directory = directory
         self.learner = learner  # any model's learner (core/learners.py); None while hibernated
         self.config = learner.config
         self.chunk = chunk_for(self.config)  # symbols learned before the worker yields
-        self.learner_bytes = resident_bytes(self.config)  # what leaves memory when it hibernates
+        # what leaves memory when it hibernates: the learner as it is (it grows as it learns: _count_growth)
+        self.learner_bytes = learner.resident_bytes + RECENT_BYTES
+        self.store = store or LearnerStore(directory, self.config, fsync=fsync)  # its snapshot and history
         self.budget = MemoryBudget()  # where its bytes are counted: the daemon's, once it serves the stream
         self.budget.take(STREAM_BYTES + self.learner_bytes)  # STREAM_BYTES until it is gone (:meth:`forget`)
         self.holds_room = True  # they are counted: the learner is in memory, or a wake has taken its room
@@ -360,13 +348,10 @@ class Stream:
         while it slept); returns the seconds it took.  A snapshot that cannot be read raises: the worker
         marks the stream faulted, and its files are left for a restart to try again."""
         t0 = time.perf_counter()
-        snap = self.directory / "snapshot"
-        position, _, recent, learner = snapshot_file.read(snap, RECENT, max_learner_bytes=learner_bound(self.config),
-                                                          learner_type=model_of(self.config).learner)
+        position, _, recent, learner = self.store.read()
         if position != self.view.position:
-            raise ValueError(f"{snap}: holds position {position}, not the hibernated {self.view.position}")
-        if learner.config != self.config:
-            raise ValueError(f"{snap}: its model configuration differs from the stream's")
+            raise ValueError(f"{self.store.snapshot}: holds position {position}, not the hibernated "
+                             f"{self.view.position}")
         self.learner, self._recent = learner, recent
         return time.perf_counter() - t0
 
@@ -374,6 +359,7 @@ class Stream:
         t0 = time.perf_counter()
         bits = self.learner.learn(symbols)
         seconds = time.perf_counter() - t0
+        self._count_growth()
         batch_bits = float(bits.sum())
         self.code_bits += batch_bits
         tail = bits[-RECENT:]
@@ -381,6 +367,15 @@ class Stream:
         position = self.view.position + len(symbols)
         self.view = View.of(self.learner, position, self._stats(position))
         return len(symbols), batch_bits, seconds
+
+    def _count_growth(self) -> None:
+        """A learner whose memory grows with its stream took more as it learned: the budget counts it (memory
+        already held; the loop makes room by hibernating idle learners if the streams are now over it)."""
+        now = self.learner.resident_bytes + RECENT_BYTES
+        if now > self.learner_bytes:
+            with self.lock:
+                self.budget.take(now - self.learner_bytes)
+                self.learner_bytes = now
 
     def _stats(self, position: int) -> dict:
         s = self.learner.stats
@@ -412,19 +407,7 @@ class Stream:
             raise RuntimeError(f"stream {self.name!r} is not snapshotted: {self.broken}")
         if self.learner is None:  # hibernated: the snapshot on disk is the learner, at the view's position
             return self.slept_at
-        head = snapshot_file.head(position, self.code_bits, self._recent)
-        path = self.directory / "snapshot"
-        # The long part, outside the lock (zlib deflates and the file is written without the GIL).
-        # A name of its own: should the stream be dropped and its name created again meanwhile, this file
-        # lands in the new stream's folder, where it must not meet that stream's own snapshot being written.
-        tmp = snapshot_file.write_durably(path.with_name(f"snapshot.{uuid.uuid4().hex}.tmp"), head,
-                                          sparse.encoded(self.learner.snapshot_parts()))
-        with self.io_lock:
-            if self.dropped:
-                tmp.unlink(missing_ok=True)
-                raise Dropped(self.name)
-            os.replace(tmp, path)
-            wal.fsync_path(path.parent)
+        self.store.write(self.learner, position, self.code_bits, self._recent, self.io_lock, lambda: self.dropped)
         self.snapshot_time = time.monotonic()
         return position
 
@@ -460,18 +443,13 @@ class Stream:
     @classmethod
     def open(cls, directory: Path, *, fsync: bool) -> "Stream":
         """Restore a stream: its snapshot, then the batches its log holds after it (same bits as before)."""
-        for leftover in [*directory.glob("snapshot.*.tmp"), directory / "snapshot.tmp"]:  # cut short by a crash
-            leftover.unlink(missing_ok=True)  # or a drop (``snapshot.tmp``: the name earlier versions used)
         meta = json.loads((directory / "stream.json").read_text())
         config = config_from(meta.get("model", "glnn"), meta["config"])  # no model: a GLNN (before seqd 0.14)
         position, code_bits, recent, learner = 0, 0.0, None, None
-        snap = directory / "snapshot"
-        if snap.exists():
-            position, code_bits, recent, learner = snapshot_file.read(snap, RECENT,
-                                                                      max_learner_bytes=learner_bound(config),
-                                                                      learner_type=model_of(config).learner)
-            if learner.config != config:
-                raise ValueError(f"{snap}: its model configuration differs from stream.json")
+        store = LearnerStore(directory, config, fsync=fsync)  # (and what a crash left of writing it goes)
+        if store.snapshot.exists():
+            position, code_bits, recent, learner = store.read()
+        store.restored_at(position)
         learner = learner or learner_for(config)
         itemsize = wal.itemsize_for(config.alphabet_cap)
         bits = [np.zeros(0)]
@@ -480,14 +458,10 @@ class Stream:
             bits.append(learner.learn(batch))
             learned += len(batch)
         replayed = np.concatenate(bits)
-        stream = cls(meta["name"], directory, learner, learned, created=meta["created"], fsync=fsync)
+        stream = cls(meta["name"], directory, learner, learned, created=meta["created"], fsync=fsync, store=store)
         stream.code_bits = code_bits + float(replayed.sum())
         recent = np.zeros(RECENT) if recent is None else recent
         stream._recent = np.concatenate((recent, replayed))[-RECENT:]
         stream.snapshot_position = position
         stream.view = View.of(learner, learned, stream._stats(learned))
         return stream
-
-
-class Dropped(Exception):
-    """The stream was dropped: it writes nothing more."""

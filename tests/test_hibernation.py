@@ -15,7 +15,8 @@ import pytest
 from seqd.core.online import OnlineLearner
 from seqd.daemon.reports import Created, DropSynced, Hibernated, Learned, NeedsRoom, SnapshotWritten
 from seqd.daemon.budget import STREAM_BYTES
-from seqd.daemon.streams import Stream, resident_bytes
+from seqd.daemon.learner_store import resident_bytes
+from seqd.daemon.streams import Stream
 from seqd.daemon.models import make_config
 
 from daemon_harness import SMALL_BYTES, Caller, ThreadServer

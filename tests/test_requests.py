@@ -21,7 +21,8 @@ from seqd.daemon.requests import Requests, prediction
 from seqd.daemon.state_dir import StateDirectory
 from seqd.daemon.models import make_config
 from seqd.daemon.budget import STREAM_BYTES
-from seqd.daemon.streams import Stream, resident_bytes
+from seqd.daemon.learner_store import resident_bytes
+from seqd.daemon.streams import Stream
 from seqd.daemon.waiters import Waiters
 
 from daemon_harness import SMALL_BYTES

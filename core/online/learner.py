@@ -65,14 +65,16 @@ class OnlineLearner(OpenAlphabetLearner):
         """An exact, versioned snapshot: :meth:`from_bytes` continues the stream bit for bit."""
         return to_bytes(self.config, self.state)
 
-    def snapshot_parts(self) -> list[memoryview]:
+    def snapshot_parts(self, history: bool = True) -> list[memoryview]:
         """The bytes of :meth:`to_bytes` as buffers to write in turn, without copying the state;
-        valid until the learner learns or predicts again (both write its work arrays)."""
-        return snapshot_parts(self.config, self.state)
+        valid until the learner learns or predicts again (both write its work arrays).  ``history=False``
+        leaves out the symbols of its history ring, which are then kept elsewhere (a stream's history file)
+        and given back to :meth:`from_bytes` (``snapshot.HistoryReader``)."""
+        return snapshot_parts(self.config, self.state, history)
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "OnlineLearner":
-        config, state = from_bytes(data)
+    def from_bytes(cls, data: bytes, history=None) -> "OnlineLearner":
+        config, state = from_bytes(data, history)
         return cls(config, _state=state)
 
     @property

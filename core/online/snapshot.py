@@ -61,8 +61,8 @@ class HistoryReader(Protocol):
     """Where a learner's history is kept when its snapshot does not hold it (a stream's history file)."""
 
     def __call__(self, first: int, views: list[memoryview]) -> None:
-        """Fill ``views``, in turn, with the symbols from stream position ``first`` on, in the history's
-        dtype; a ValueError if they cannot be had."""
+        """Fill the byte buffers ``views``, in turn, with the symbols from stream position ``first`` on (little-
+        endian, the history's dtype); a ValueError if they cannot be had."""
 
 
 def to_bytes(config: OnlineConfig, state: OnlineState) -> bytes:
@@ -231,7 +231,11 @@ def from_stream(read_into, read, limit: int | None = None, history: HistoryReade
             if history is None:
                 raise ValueError("learner snapshot's history is kept elsewhere (a stream's history file), and none "
                                  "was given")
-            history(t - n, [memoryview(v) for v in ring_views(ring, t - n, n)])
+            parts = ring_views(ring, t - n, n)
+            history(t - n, [memoryview(v.view(np.uint8)) for v in parts])
+            if not np.little_endian:
+                for v in parts:
+                    v.byteswap(inplace=True)
     return config, _state_of(config, version, arrays)
 
 

@@ -250,19 +250,31 @@ def resident_nbytes(config: OnlineConfig, state: OnlineState) -> int:
     """The bytes of the state in memory: every array whole, but the history ring as far as it has been
     written and each table that grows as far as it has grown, each to the page (huge for the ring, which
     is advised so).  Memory that grows with what the stream has seen: what the daemon's budget counts."""
-    total = 0
     t = int(state.ctx_int[POS]) if state.ctx_int.size else 0
-    for name, array in zip(OnlineState._fields, state):
-        if name == "hist" and array.nbytes >= HUGE_PAGE:
-            total += _pages(min(t, array.shape[0]) * array.itemsize, HUGE_PAGE)
-        elif grows(config, name) and array.nbytes >= HUGE_PAGE:
-            if name == "match_table":
-                total += _pages((1 << int(state.grown[-1, BITS])) * array.itemsize, mmap.PAGESIZE)
-            else:
-                row = array[0, :1].nbytes  # a slot's bytes
-                total += sum(_pages((1 << int(b)) * row, mmap.PAGESIZE) for b in state.grown[:-1, BITS])
+    shapes = {name: (array.shape, array.dtype) for name, array in zip(OnlineState._fields, state)}
+    return _resident(config, shapes, t, [int(b) for b in state.grown[:, BITS]])
+
+
+def first_resident_nbytes(config: OnlineConfig) -> int:
+    """:func:`resident_nbytes` of a learner that has seen nothing, without making one."""
+    shapes = state_shapes(config)
+    tables = shapes["grown"][0][0]
+    bits = [initial_bits(config.context_bits)] * (tables - 1) + [initial_bits(config.match_bits)] if tables else []
+    return _resident(config, shapes, 0, bits)
+
+
+def _resident(config: OnlineConfig, shapes: dict, t: int, bits: list[int]) -> int:
+    total = 0
+    for name, (shape, dtype) in shapes.items():
+        nbytes = math.prod(shape) * dtype.itemsize
+        if name == "hist" and nbytes >= HUGE_PAGE:
+            total += _pages(min(t, shape[0]) * dtype.itemsize, HUGE_PAGE)
+        elif grows(config, name) and nbytes >= HUGE_PAGE:
+            row = math.prod(shape[2:]) * dtype.itemsize  # a slot's bytes
+            sizes = bits[-1:] if name == "match_table" else bits[:-1]
+            total += sum(_pages((1 << b) * row, mmap.PAGESIZE) for b in sizes)
         else:
-            total += array.nbytes
+            total += nbytes
     return total
 
 
