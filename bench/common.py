@@ -78,6 +78,39 @@ def serve_process(state: str, api: str, pub: str, metrics_port: int = 0, *extra:
                              "--pub", pub, "--metrics-port", str(metrics_port), "--log-level", "warning", *extra])
 
 
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on now."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve_in(folder: Path, toml: str) -> tuple[subprocess.Popen, str, int, Path]:
+    """``seqd serve`` on loopback ports of its own, its configuration (``toml``, written to ``folder/seqd.toml``)
+    and its state directory (``folder/state``) in ``folder``: (the process, its request endpoint, its metrics
+    port, its state directory)."""
+    config = folder / "seqd.toml"
+    config.write_text(toml)
+    api, pub, port = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}", free_port()
+    state = folder / "state"
+    return serve_process(str(state), api, pub, port, "--config", str(config)), api, port, state
+
+
+def wait_until_serving(client, seconds: float = 120) -> None:
+    """Ping ``client``'s daemon until it answers (a first start compiles the kernels); the last error after
+    ``seconds``."""
+    import time
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            client.ping()
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+
+
 def command_line(script: str, argv: list[str] | None = None) -> str:
     """How a benchmark was run, for its table: ``python bench/<script>`` and its arguments, shell-quoted,
     without ``--no-write`` (such a run prints its table and writes nothing)."""

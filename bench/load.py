@@ -47,20 +47,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baselines import log_files  # noqa: E402
-from common import command_line, machine, report, serve_process  # noqa: E402
+from common import command_line, free_port, machine, report, serve_process  # noqa: E402
 
 from seqd.clients.client import Client  # noqa: E402
 from seqd.core.online import OnlineConfig, OnlineLearner  # noqa: E402
 from seqd.daemon.config import ServeConfig  # noqa: E402
 
 PUBLISHERS = 8
-
-
-def free_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def in_process(streams: dict[str, bytes], batch: int, threads: int, nice: int = 0) -> tuple[float, float]:

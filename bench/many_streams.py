@@ -36,8 +36,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baselines import log_files  # noqa: E402
-from common import command_line, machine, report, serve_process  # noqa: E402
-from load import free_port  # noqa: E402
+from common import command_line, machine, report, serve_in, wait_until_serving  # noqa: E402
 from soak import dir_bytes, rss_bytes  # noqa: E402
 
 from seqd.clients.client import Client  # noqa: E402
@@ -107,26 +106,16 @@ def main(argv=None) -> int:
         at = int(offsets[i]) + start
         return corpus[at:at + n]
 
-    api, pub, port = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}", free_port()
     budget = args.budget_mib * MIB
-    learner_bytes = resident_bytes(OnlineConfig.bytes_default())  # what hibernation takes out of memory
+    learner_bytes = resident_bytes(OnlineConfig.bytes_default())  # a new learner's memory (it grows as it learns)
     with tempfile.TemporaryDirectory() as tmp:
-        config = Path(tmp) / "seqd.toml"
-        config.write_text(f"[limits]\nmax_streams = {args.streams + 10}\nmax_state_bytes = {budget}\n"
-                          "hibernate_after_seconds = 0\n[durability]\nfsync = false\n")
-        state = Path(tmp) / "state"
-        proc = serve_process(str(state), api, pub, port, "--config", str(config))
+        proc, api, port, state = serve_in(Path(tmp), f"[limits]\nmax_streams = {args.streams + 10}\n"
+                                          f"max_state_bytes = {budget}\nhibernate_after_seconds = 0\n"
+                                          "[durability]\nfsync = false\n")
         sampler = None
         try:
             with Client(api, timeout=120) as c:
-                deadline = time.monotonic() + 120
-                while True:
-                    try:
-                        c.ping()
-                        break
-                    except Exception:
-                        if time.monotonic() > deadline:
-                            raise
+                wait_until_serving(c)
                 start_rss = rss_bytes(proc.pid)
                 # the base: the daemon with its kernels loaded (by a first stream, then dropped) and no stream
                 c.predict("warm-up", min_position=c.publish("warm-up", piece(0, 0, args.slice), create=True).position,
@@ -190,13 +179,16 @@ def main(argv=None) -> int:
         st = stats[n]
         equal += int(st.position == at and st.code_bits == bits)
     hibernated = args.streams - resident
-    per_hibernated = max(0.0, (end_rss - base_rss - resident * learner_bytes) / max(hibernated, 1))
+    in_memory = sum(st.state_bytes for st in stats.values() if st.resident)  # the learners as they have grown
+    largest = max(st.state_bytes for st in stats.values())
+    per_hibernated = max(0.0, (end_rss - base_rss - in_memory) / max(hibernated, 1))
     over = sampler.peak - base_rss - budget
     rows = [
         ("streams", f"{args.streams:,}"),
-        ("learner of each (bytes preset, with its recent code lengths)", f"{learner_bytes / MIB:.1f} MiB"),
+        ("learner of each (bytes preset, with its recent code lengths): new, the largest at the end",
+         f"{learner_bytes / MIB:.1f} MiB, {largest / MIB:.1f} MiB"),
         ("budget (max_state_bytes)", f"{args.budget_mib:,} MiB: {(budget - args.streams * STREAM_BYTES) // learner_bytes}"
-                                     f" learners beside the streams' own {STREAM_BYTES // 1024} KiB each"),
+                                     f" new learners beside the streams' own {STREAM_BYTES // 1024} KiB each"),
         ("daemon resident memory: at start, base (kernels loaded, no stream), peak, at the end",
          f"{start_rss / MIB:,.0f} / {base_rss / MIB:,.0f} / {sampler.peak / MIB:,.0f} / {end_rss / MIB:,.0f} MiB"),
         ("peak less the base, against the budget", f"{(sampler.peak - base_rss) / MIB:,.0f} MiB: "
