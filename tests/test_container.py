@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import os
 import subprocess
 import sys
 import zlib
@@ -16,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from early import Early
 from seqd.core import coder, container
 from seqd.core.container import FormatError, compress, decompress
 from seqd.core.online import OnlineConfig, OnlineLearner
@@ -298,25 +298,35 @@ def test_round_trip_whole_logs_default_model(name):
     assert decompress(compress(data)) == data
 
 
-def test_generic_and_host_cpu_targets_decode_each_others_files(tmp_path):
+TARGET_DATA = b"".join(f"{i:05d} GET /item/{i * 31 % 977} 200 {i * 7 % 113}ms\n".encode() for i in range(800))
+_SMALL_CODE = ("from seqd.core.online import OnlineConfig; "
+               "small = OnlineConfig.bytes_default(context_bits=10, history_bits=12, match_bits=10); ")
+GENERIC_BUILD = Early(  # compiles the kernels for a generic x86-64 CPU and writes a file there
+    "generic target", "-c",
+    "import sys; from seqd.core.container import compress, decompress; " + _SMALL_CODE
+    + f"data = {TARGET_DATA!r}; packed = compress(data, small); assert decompress(packed) == data; "
+    "open(sys.argv[1], 'wb').write(packed)", "{folder}/generic.sqd",
+    env={"NUMBA_CPU_NAME": "generic", "NUMBA_CACHE_DIR": "{folder}/cache"})
+
+
+@pytest.mark.early(GENERIC_BUILD)
+def test_generic_and_host_cpu_targets_decode_each_others_files():
     """Numba compiles for the host CPU (AVX, FMA units...); a file written there decodes when the kernels
     are compiled for a generic x86-64 target, and a file written there decodes here, both bit for bit."""
-    data = b"".join(f"{i:05d} GET /item/{i * 31 % 977} 200 {i * 7 % 113}ms\n".encode() for i in range(800))
-    src, back = tmp_path / "host.sqd", tmp_path / "generic.sqd"
-    host_file = compress(data, SMALL)
-    src.write_bytes(host_file)
-    env = {**os.environ, "NUMBA_CPU_NAME": "generic", "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
-    code = ("import sys; from seqd.core.container import compress, decompress; "
-            "from seqd.core.online import OnlineConfig; "
-            "small = OnlineConfig.bytes_default(context_bits=10, history_bits=12, match_bits=10); "
-            "data = decompress(open(sys.argv[1], 'rb').read()); "
-            "open(sys.argv[2], 'wb').write(compress(data, small)); sys.stdout.buffer.write(data)")
     assert SMALL == OnlineConfig.bytes_default(context_bits=10, history_bits=12, match_bits=10)
-    proc = subprocess.run([sys.executable, "-c", code, str(src), str(back)], capture_output=True, env=env,
-                          timeout=1800)
+    built = GENERIC_BUILD.result()  # the generic kernels compiled into the process's cache, a file written
+    assert built.returncode == 0, built.stderr[-2000:]
+    folder = Path(GENERIC_BUILD.folder)
+    host_file = compress(TARGET_DATA, SMALL)
+    (folder / "host.sqd").write_bytes(host_file)
+    code = "import sys; from seqd.core.container import decompress; " \
+           "sys.stdout.buffer.write(decompress(open(sys.argv[1], 'rb').read()))"
+    proc = subprocess.run([sys.executable, "-c", code, str(folder / "host.sqd")], capture_output=True,
+                          env=GENERIC_BUILD.env, timeout=1800)
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
-    assert proc.stdout == data
+    assert proc.stdout == TARGET_DATA
+    generic_file = (folder / "generic.sqd").read_bytes()
     def blocks(packed):  # after the header, which names the CPU target that wrote it
         return packed[container.read_header(io.BytesIO(packed)).size:]
-    assert blocks(back.read_bytes()) == blocks(host_file)  # the same learner, the same bits: the same blocks
-    assert decompress(back.read_bytes()) == data
+    assert blocks(generic_file) == blocks(host_file)  # the same learner, the same bits: the same blocks
+    assert decompress(generic_file) == TARGET_DATA

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from early import Early
 
 from seqd.core.container import FORMAT_VERSION, OLDEST_FORMAT, PRESET, decompress
 
@@ -54,11 +55,16 @@ def test_corpus_file_decodes_bit_exactly(version, name, entry):
     assert hashlib.sha256(out).hexdigest() == entry["sha256"]
 
 
+FILES = sorted(str(p) for p in CORPUS.glob("format-*/*.sqd"))
+TESTED_BY_THE_COMMAND = Early("corpus through the command line", "-m", "seqd", "decompress", "-t", "-v", *FILES,
+                              timeout=900)
+
+
 @pytest.mark.skipif(not GLIBC_X86_64, reason="format 1 decodes where glibc's exp/log/tanh run (x86-64)")
+@pytest.mark.early(TESTED_BY_THE_COMMAND)
 def test_the_command_line_tests_and_lists_old_and_new_files():
-    files = sorted(str(p) for p in CORPUS.glob("format-*/*.sqd"))
-    proc = subprocess.run([sys.executable, "-m", "seqd", "decompress", "-t", "-v", *files],
-                          capture_output=True, text=True, timeout=900)
+    files = FILES
+    proc = TESTED_BY_THE_COMMAND.result()
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stderr.count(": OK") == len(files)
     listing = subprocess.run([sys.executable, "-m", "seqd", "decompress", "-l", "--json", *files],

@@ -5,7 +5,7 @@ arithmetic bit for bit (``docs/format.md``).  ``core/kernels/elementary.py``
 makes that hold by construction; this test checks the construction on what
 Numba actually compiled: it compresses and decompresses in a fresh process
 (with an empty kernel cache, since Numba keeps the IR of fresh compiles
-only), then reads the LLVM IR and the assembly of every kernel of
+only; ``early.py`` starts it beside the session), then reads the LLVM IR and the assembly of every kernel of
 ``seqd.core`` that the round trip compiled.  It fails on
 
 * any external function the IR declares other than Python's and Numba's
@@ -25,6 +25,9 @@ import json
 import os
 import subprocess
 import sys
+
+import pytest
+from early import Early
 
 PROBE = r"""
 import importlib, json, pkgutil, re
@@ -62,12 +65,13 @@ for info in pkgutil.walk_packages(seqd.core.__path__, "seqd.core."):
                 report["problems"].append(f"{where}: {instruction}")
 print(json.dumps(report))
 """
+COLD_ROUND_TRIP = Early("coding path IR", "-c", PROBE,
+                        env={"NUMBA_CACHE_DIR": "{folder}/empty-cache", "NUMBA_DISABLE_JIT": None})
 
 
-def test_coding_path_uses_only_basic_ieee_operations(tmp_path):
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "empty-cache")}
-    env.pop("NUMBA_DISABLE_JIT", None)
-    proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=1800)
+@pytest.mark.early(COLD_ROUND_TRIP)
+def test_coding_path_uses_only_basic_ieee_operations():
+    proc = COLD_ROUND_TRIP.result()
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     kernels = set(report["kernels"])

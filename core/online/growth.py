@@ -165,7 +165,7 @@ def split_match_table(table, hist, t, match_min, bits):
 
 @kernel
 def grow_tables(grown, tag, sym, cnt, match_table, hist, t, context_bits, match_bits, match_min):
-    """Double every table that has more than half of its slots taken and is below its largest size."""
+    """Double every table that has more than 1/FULL of its slots taken and is below its largest size."""
     S = tag.shape[0]
     for s in range(S):
         b = grown[s, BITS]
