@@ -27,8 +27,8 @@ import numpy as np
 import zmq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import command_line, machine, report, serve_process  # noqa: E402
-from load import Background, _echo, bare_request, cpu_seconds, free_port  # noqa: E402
+from common import command_line, free_port, machine, report, serve_process  # noqa: E402
+from load import Background, _echo, bare_request, cpu_seconds  # noqa: E402
 
 from seqd.clients.client import Client  # noqa: E402
 

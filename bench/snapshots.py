@@ -29,8 +29,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baselines import log_files  # noqa: E402
-from common import command_line, machine, report, serve_process  # noqa: E402
-from load import Background, _querier, free_port  # noqa: E402
+from common import command_line, free_port, machine, report, serve_process  # noqa: E402
+from load import Background, _querier  # noqa: E402
 
 from seqd.clients.client import Client  # noqa: E402
 

@@ -21,8 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baselines import log_files  # noqa: E402
-from common import command_line, machine, report, serve_process  # noqa: E402
-from load import free_port  # noqa: E402
+from common import command_line, free_port, machine, report, serve_process  # noqa: E402
 
 from seqd.clients.client import Client  # noqa: E402
 

@@ -63,11 +63,10 @@ TESTED_BY_THE_COMMAND = Early("corpus through the command line", "-m", "seqd", "
 @pytest.mark.skipif(not GLIBC_X86_64, reason="format 1 decodes where glibc's exp/log/tanh run (x86-64)")
 @pytest.mark.early(TESTED_BY_THE_COMMAND)
 def test_the_command_line_tests_and_lists_old_and_new_files():
-    files = FILES
     proc = TESTED_BY_THE_COMMAND.result()
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stderr.count(": OK") == len(files)
-    listing = subprocess.run([sys.executable, "-m", "seqd", "decompress", "-l", "--json", *files],
+    assert proc.stderr.count(": OK") == len(FILES)
+    listing = subprocess.run([sys.executable, "-m", "seqd", "decompress", "-l", "--json", *FILES],
                              capture_output=True, text=True, timeout=300)
     models = {(Path(f["input"]).parent.name, f["model"]) for f in json.loads(listing.stdout)["files"]}
     assert ("format-1", "bytes-1") in models and ("format-2", "bytes-2") in models

@@ -5,8 +5,9 @@ arithmetic bit for bit (``docs/format.md``).  ``core/kernels/elementary.py``
 makes that hold by construction; this test checks the construction on what
 Numba actually compiled: it compresses and decompresses in a fresh process
 (with an empty kernel cache, since Numba keeps the IR of fresh compiles
-only; ``early.py`` starts it beside the session), then reads the LLVM IR and the assembly of every kernel of
-``seqd.core`` that the round trip compiled.  It fails on
+only; ``early.py`` starts it beside the session), then reads the LLVM IR
+and the assembly of every kernel of ``seqd.core`` that the round trip
+compiled.  It fails on
 
 * any external function the IR declares other than Python's and Numba's
   runtime helpers and ``sqrt`` (IEEE 754 rounds it correctly; it compiles to
