@@ -64,6 +64,8 @@ class ServeConfig:
     # [security]
     curve_secret_key_file: str | None = None  # a zmq.auth key file: enables CURVE on both sockets
     curve_authorized_keys_dir: str | None = None  # clients' public key files; required with CURVE
+    # (a flag only, `seqd serve --repair`, never in the file: an operator's decision for one start)
+    repair: bool = False  # a damaged write-ahead log is cut where its damage starts, and its stream served
 
     def __post_init__(self):
         if isinstance(self.stream_labels, str):
@@ -96,8 +98,8 @@ class ServeConfig:
             raise ValueError("CURVE needs both curve_secret_key_file and curve_authorized_keys_dir")
         for name in ("api", "pub"):
             if "://" not in getattr(self, name):
-                raise ValueError(f"{name} must be a ZeroMQ endpoint such as tcp://127.0.0.1:7710, "
-                                 f"got {getattr(self, name)!r}")
+                raise ValueError(f"{name} must be a ZeroMQ endpoint with its transport, as in "
+                                 f"tcp://{getattr(self, name)}; got {getattr(self, name)!r}")
 
     def labelled(self, names) -> list[str]:
         """The streams among ``names`` that get labelled series: matching ``stream_labels``, the first

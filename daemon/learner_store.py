@@ -83,12 +83,16 @@ class LearnerStore:
 
     def read(self):
         """(position, cumulative code length, recent code lengths, learner) of the snapshot; ValueError naming
-        the file when it, or the history it needs, cannot be read."""
+        the file when it, or the history it needs, cannot be read, or when its position is not the count of
+        symbols its learner has learned."""
         position, code_bits, recent, learner = snapshot_file.read(
             self.snapshot, RECENT, max_learner_bytes=learner_bound(self.config),
             learner_type=model_of(self.config).learner, history=self.history)
         if learner.config != self.config:
             raise ValueError(f"{self.snapshot}: its model configuration differs from the stream's")
+        if learner.stats["symbols"] != position:  # a header can be rewritten with a checksum to match
+            raise ValueError(f"{self.snapshot}: its header says position {position}, but its learner has learned "
+                             f"{learner.stats['symbols']} symbols")
         return position, code_bits, recent, learner
 
     def restored_at(self, position: int) -> None:

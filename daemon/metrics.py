@@ -81,6 +81,8 @@ class Telemetry:
                                       buckets=WAKE_BUCKETS, registry=registry)
         self.room_waits = Counter("seqd_room_waits", "Wakes and creations that found no room within "
                                   "max_state_bytes and waited for idle learners to hibernate.", registry=registry)
+        self.restore_remaining = Gauge("seqd_restore_streams_remaining", "Streams still to restore at start "
+                                       "(0 once every stream is restored or refused).", registry=registry)
         Info("seqd_build", "The running seqd: its version and the versions it computes with.",
              registry=registry).info(build_labels())
         self._request_children: dict[tuple[str, str], tuple] = {}  # (kind, outcome) -> their two children

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..core.learners import MODELS, PRESETS, settings_of, work_per_symbol
+from ..core.learners import MODELS, PRESETS, model_of, settings_of, work_per_symbol
 from ..core.online import OnlineConfig
 
 
@@ -109,6 +109,15 @@ def make_config(preset: str | None, overrides: dict | None):
         config = make(**(overrides or {}))
     except TypeError as exc:
         raise ValueError(str(exc)) from None
+    check_served(config)
+    return config
+
+
+def check_served(config) -> None:
+    """ValueError unless this daemon serves a model of ``config``: within :data:`SERVED_BOUNDS`, the work per
+    symbol and the context orders.  A new stream's configuration (:func:`make_config`) and a restored one
+    (:mod:`.stream_meta`) meet the same bounds."""
+    model = model_of(config).name
     for name, bound in SERVED_BOUNDS[model].items():
         if getattr(config, name) > bound:
             raise ValueError(f"{name} = {getattr(config, name)} is above what this daemon serves ({bound})")
@@ -118,7 +127,6 @@ def make_config(preset: str | None, overrides: dict | None):
                          f"({MAX_WORK_PER_SYMBOL:,}): fewer cells, layers or units, or a smaller alphabet_cap")
     if model == "glnn" and len(config.context_orders) > MAX_CONTEXT_ORDERS:
         raise ValueError(f"at most {MAX_CONTEXT_ORDERS} context orders, got {len(config.context_orders)}")
-    return config
 
 
 def config_dict(config) -> dict:

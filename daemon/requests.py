@@ -281,12 +281,14 @@ class Requests:
             log.exception("stream %s: registering it failed", name)
             return pending, failure or (P.INTERNAL, f"{type(exc).__name__}: {exc}")
 
-    def restore_streams(self) -> None:
+    def restore_streams(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Restore every stream of the state directory at start and serve it; a stream whose files cannot
-        be restored is named in ``unavailable`` with why, and its files are left as they are."""
+        be restored is named in ``unavailable`` with why, and its files are left as they are (with
+        ``repair`` in the configuration, a damaged log is cut where its damage starts instead)."""
         t0 = time.perf_counter()
         restored = self.state.restore(threads=self.config.worker_count, fsync=self.config.fsync,
-                                      budget=self.config.max_state_bytes)
+                                      budget=self.config.max_state_bytes, repair=self.config.repair,
+                                      progress=progress)
         if not restored:
             return
         for path, result in restored:
@@ -296,11 +298,14 @@ class Requests:
                 self.streams[result.name] = result
                 result.stagger(self.config.snapshot_interval_seconds)
             else:
-                why = f"{type(result).__name__}: {result}"
-                self.unavailable[path.name] = why
-                log.error("stream %s could not be restored (its files are left as they are): %s", path.name, why)
-        log.info("restored %d stream(s) in %.1f s (%d hibernated)", len(self.streams), time.perf_counter() - t0,
-                 sum(1 for s in self.streams.values() if not s.resident))
+                self.unavailable[path.name] = result
+                hint = ("; `seqd serve --repair` cuts the log where its damage starts and serves the rest"
+                        if "LogDamage" in result else "")
+                log.error("stream %s is out of service (its files are left as they are): %s%s", path.name, result,
+                          hint)
+        log.info("restored %d stream(s) in %.1f s (%d hibernated, %d out of service)", len(self.streams),
+                 time.perf_counter() - t0, sum(1 for s in self.streams.values() if not s.resident),
+                 len(self.unavailable))
 
     # -- statistics --------------------------------------------------------------------------------
     def stream_stats(self, stream: Stream) -> dict:
@@ -308,7 +313,7 @@ class Requests:
         return dict(view.stats, stream=stream.name, accepted=stream.accepted, queued=stream.queued,
                     config=config_dict(stream.config), state_bytes=stream.learner_bytes, resident=stream.resident,
                     created=stream.created, uptime_seconds=time.time() - stream.started,
-                    state="broken" if stream.broken else "live", broken=stream.broken)
+                    state="broken" if stream.broken else "live", broken=stream.broken, repairs=stream.repairs)
 
     def server_stats(self) -> dict:
         return dict(server="seqd", version=__version__, uptime_seconds=time.time() - self.started,

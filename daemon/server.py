@@ -51,7 +51,8 @@ from .waiters import Waiters
 log = logging.getLogger("seqd")
 
 BURST = 256  # requests taken per turn of the loop before the logs are synced
-HOUSEKEEPING_SECONDS = 0.25  # how often waiters are expired and periodic snapshots are looked for
+HOUSEKEEPING_SECONDS = 0.25
+PROGRESS_SECONDS = 5.0  # how often a long restore says how far it is  # how often waiters are expired and periodic snapshots are looked for
 # pyzmq's flags as plain ints: combining its enum members builds a new Flag object each time, on every reply
 _NOBLOCK, _SNDMORE, _POLLIN = int(zmq.NOBLOCK), int(zmq.SNDMORE), int(zmq.POLLIN)
 
@@ -103,7 +104,8 @@ class Server:
         map_large_allocations()  # before the restore's snapshots are read
         self.state.lock()
         self.state.empty_trash()
-        self.requests.restore_streams()
+        self._start_metrics()  # first: the probes say how far the restore is
+        self.requests.restore_streams(progress=self._restore_progress())
         self._router = self._ctx.socket(zmq.ROUTER)
         self._pub = self._ctx.socket(zmq.PUB)
         for sock in (self._router, self._pub):
@@ -127,17 +129,36 @@ class Server:
         self._syncer = _started(background.sync, "seqd-sync", self._sync_jobs, self._outbox, self._ctx)
         self._namer = _started(background.namespace, "seqd-namespace", self._name_jobs, self._outbox, self._ctx,
                                self.state.streams, self.config.fsync)
-        if self.config.metrics_port:
-            try:
-                self._metrics_http, thread = start_metrics_server(self.registry, self.config.metrics_host,
-                                                                  self.config.metrics_port, self.health)
-                name_os_thread("seqd-metrics", thread.native_id)
-            except OSError as exc:
-                raise ValueError(f"cannot serve metrics on {self.config.metrics_host}:{self.config.metrics_port}: "
-                                 f"{exc.strerror or exc}") from None
         log.info("seqd %s serving %d stream(s): api %s, pub %s, metrics %s, state %s, %d worker(s)", __version__,
                  len(self.streams), self.api_endpoint, self.pub_endpoint, self.metrics_url or "off", self.state_dir,
                  len(self._workers))
+
+    def _start_metrics(self) -> None:
+        if not self.config.metrics_port:
+            return
+        try:
+            self._metrics_http, thread = start_metrics_server(self.registry, self.config.metrics_host,
+                                                              self.config.metrics_port, self.health)
+            name_os_thread("seqd-metrics", thread.native_id)
+        except OSError as exc:
+            raise ValueError(f"cannot serve metrics on {self.config.metrics_host}:{self.config.metrics_port}: "
+                             f"{exc.strerror or exc}") from None
+
+    def _restore_progress(self):
+        """What the restore calls as it opens streams: the health probes and the metric follow each one; a log
+        line comes every :data:`PROGRESS_SECONDS`, and at the end."""
+        t0 = time.monotonic()
+        said = [t0]
+
+        def progress(done: int, total: int) -> None:
+            self.health.restoring(done, total)
+            self.telemetry.restore_remaining.set(total - done)
+            now = time.monotonic()
+            if now - said[0] >= PROGRESS_SECONDS or (done == total and now - t0 >= PROGRESS_SECONDS):
+                said[0] = now
+                log.info("restoring streams: %d of %d (%.0f s)", done, total, now - t0)
+
+        return progress
 
     @property
     def metrics_url(self) -> str | None:

@@ -14,14 +14,18 @@ Everything here happens at start, before any socket is bound, except
 from __future__ import annotations
 
 import fcntl
+import gc
 import logging
 import os
 import shutil
 import threading
 import uuid
 from pathlib import Path
+from typing import Callable
 
-from .budget import STREAM_BYTES
+from . import stream_meta
+from .budget import STREAM_BYTES, return_freed_memory
+from .learner_store import most_bytes
 from .streams import Stream
 from .wal import PRIVATE_DIR, PRIVATE_FILE
 
@@ -66,8 +70,10 @@ class StateDirectory:
 
     def empty_trash(self) -> None:
         """Delete what drops left in the trash (a crash may have come before a worker deleted it)."""
-        if self.trash.exists():
+        if self.trash.is_dir() and not self.trash.is_symlink():
             shutil.rmtree(self.trash, ignore_errors=True)
+        elif self.trash.exists() or self.trash.is_symlink():  # not the folder seqd made: it goes too
+            self.trash.unlink()
 
     def trash_for(self, name: str) -> Path:
         """A new place in the trash for stream ``name``'s folder (the trash is created if need be)."""
@@ -75,45 +81,96 @@ class StateDirectory:
         path.parent.mkdir(mode=PRIVATE_DIR, exist_ok=True)
         return path
 
-    def restore(self, *, threads: int, fsync: bool, budget: int | None = None) -> list[tuple[Path, Stream | Exception]]:
-        """Remove the creations a crash interrupted, then open every stream's folder, ``threads`` at a
-        time; returns each folder (sorted by name) with its stream, or with why it could not be opened.
+    def restore(self, *, threads: int, fsync: bool, budget: int | None = None, repair: bool = False,
+                progress: Callable[[int, int], None] | None = None) -> list[tuple[Path, Stream | str]]:
+        """Remove the creations a crash interrupted, then open every stream's folder, ``threads`` at a time;
+        returns each folder (sorted by name) with its stream, or with why it was refused (a line naming the
+        file).  ``progress(done, total)`` is called as streams are opened.
 
-        Once the streams opened take ``budget`` bytes (their learners and :data:`~.budget.STREAM_BYTES`
-        each), a stream whose snapshot holds its whole learner (its
-        log has nothing after it) is served hibernated: its learner goes back to the snapshot it came from,
-        so that a daemon of many streams starts within its memory, as it ran."""
+        Each folder stands alone: whatever one holds (a malformed ``stream.json``, a model over the limits, a
+        damaged snapshot or log) refuses that stream, and the memory its attempt took is released.
+
+        The learners stay within ``budget`` (``max_state_bytes``) all along.  A stream's ``stream.json``
+        says the most its learner can take before anything is read; a stream is opened only once that room is
+        free, beside the learners kept in memory and those being opened.  An opened learner stays in memory
+        only while enough room is left to open the rest; otherwise it is hibernated at once (a snapshot at its
+        learned position, if its log held batches after the last one), as the running daemon would have.
+        ``repair``: a damaged log is cut where the damage starts, rather than refusing its stream."""
         for unfinished in self.streams.glob(".new-*"):  # a create that a crash interrupted
             shutil.rmtree(unfinished, ignore_errors=True)
         dirs = sorted(p for p in self.streams.iterdir() if p.is_dir() and not p.name.startswith("."))
-        results: dict[Path, Stream | Exception] = {}
-        held = [0]
-        counting = threading.Lock()
+        results: dict[Path, Stream | str] = {}
+        metas: dict[Path, tuple] = {}
+        for path in dirs:
+            try:
+                metas[path] = stream_meta.read(path, budget)
+            except stream_meta.BadStreamFile as exc:
+                results[path] = str(exc)
+        needs = {path: STREAM_BYTES + most_bytes(meta[2]) for path, meta in metas.items()}
+        pending = sorted(metas, reverse=True)  # popped from the end: in name order
+        done = [len(results)]
+        kept = [0]  # the learners kept in memory, and every stream's own bytes
+        opening = [0]  # the room taken by the streams being opened
+        room = threading.Condition()
+        if progress:
+            progress(done[0], len(dirs))
+
+        def reserve_for_rest(workers: int) -> int:  # the room the streams still to open may need at once
+            return sum(sorted((needs[p] for p in pending), reverse=True)[:workers])
 
         def restore(path: Path) -> None:
+            need = needs[path]
+            with room:
+                while budget is not None and opening[0] and kept[0] + opening[0] + need > budget:
+                    room.wait()
+                opening[0] += need
+            stream = None
             try:
-                stream = Stream.open(path, fsync=fsync)
-                with counting:
-                    held[0] += STREAM_BYTES
-                    if budget is None or held[0] + stream.learner_bytes <= budget or not stream.sleep_as_opened():
-                        held[0] += stream.learner_bytes
+                stream = Stream.open(path, fsync=fsync, repair=repair, meta=metas[path])
+                with room:
+                    fits = budget is None or (kept[0] + opening[0] - need + STREAM_BYTES + stream.learner_bytes
+                                              + reserve_for_rest(threads) <= budget)
+                if not fits:
+                    stream.hibernate_at_restore()
+                with room:
+                    kept[0] += STREAM_BYTES + (stream.learner_bytes if stream.resident else 0)
                 results[path] = stream
-            except Exception as exc:
-                results[path] = exc
+            except Exception as exc:  # refused alone; only its message is kept (a traceback holds the learner)
+                results[path] = f"{type(exc).__name__}: {exc}"
+                if stream is not None:
+                    _close_quietly(stream)
+                del stream
+            finally:
+                with room:
+                    opening[0] -= need
+                    done[0] += 1
+                    room.notify_all()
+                if progress:
+                    progress(done[0], len(dirs))
 
-        pending = list(dirs)
-        workers = []
-        for _ in range(min(threads, len(pending))):
-            def run():
-                while True:
-                    try:
-                        path = pending.pop()
-                    except IndexError:
+        def run():
+            while True:
+                with room:
+                    if not pending:
                         return
-                    restore(path)
-            t = threading.Thread(target=run)
+                    path = pending.pop()
+                restore(path)
+
+        workers = [threading.Thread(target=run, name=f"seqd-restore-{i}") for i in range(min(threads, len(pending)))]
+        for t in workers:
             t.start()
-            workers.append(t)
         for t in workers:
             t.join()
+        if any(isinstance(r, str) for r in results.values()):
+            gc.collect()  # what a refused restore allocated, should a cycle hold it
+            return_freed_memory()
         return [(path, results[path]) for path in dirs]
+
+
+def _close_quietly(stream: Stream) -> None:
+    """A stream opened but refused after (its hibernation failed): its log is closed, its learner let go."""
+    try:
+        stream.log.close()
+    except OSError:
+        pass
+    stream.learner = None

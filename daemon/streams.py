@@ -23,7 +23,7 @@ position, replaced atomically) and a byte stream's ``history``
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 import shutil
 import threading
@@ -35,14 +35,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.learners import config_from, learner_for, model_of
-from . import lifecycle, snapshot_file, wal
+from ..core.learners import learner_for, model_of
+from . import lifecycle, repairs, snapshot_file, stream_meta, wal
 from .learner_store import RECENT, RECENT_BYTES, LearnerStore
 from .budget import STREAM_BYTES, MemoryBudget, return_freed_memory
-from .models import chunk_for, config_dict
+from .models import chunk_for
 from .lifecycle import State
 from .reports import Hibernated, Learned, NeedsRoom, SnapshotFailed, SnapshotWritten
 from .views import View
+
+log = logging.getLogger("seqd")
 
 class Stream:
     def __init__(self, name: str, directory: Path, learner, position: int, *,
@@ -79,6 +81,8 @@ class Stream:
         self.state = State.CREATING  # served once the loop registers it (:meth:`go_live`)
         self.broken: str | None = None  # no more publishes until restart: the log failed, or learning did
         self.code_bits = 0.0
+        self.torn: str | None = None  # a torn last record its restore dropped (said once, at the restore)
+        self.repairs: list[dict] = []  # the repairs of its log (:func:`.repairs.read`)
         self._recent = np.zeros(RECENT)
         self.view = View.of(learner, position, self._stats(position))
 
@@ -420,8 +424,9 @@ class Stream:
         tmp.mkdir(mode=wal.PRIVATE_DIR)
         try:
             created = time.time()
-            meta = {"name": name, "created": created, "model": model_of(config).name, "config": config_dict(config)}
-            snapshot_file.write_atomically(tmp / "stream.json", json.dumps(meta, indent=1).encode())
+            snapshot_file.write_atomically(tmp / stream_meta.NAME, stream_meta.encode(name, created, config))
+            snapshot_file.write_durably(tmp / wal.segment_name(0), wal.segment_header(wal.itemsize_for(
+                config.alphabet_cap)))  # with the folder: a stream's folder without a segment has lost its log
             learner = learner_for(config)
             directory = streams_dir / name
             os.rename(tmp, directory)
@@ -441,27 +446,52 @@ class Stream:
             raise
 
     @classmethod
-    def open(cls, directory: Path, *, fsync: bool) -> "Stream":
-        """Restore a stream: its snapshot, then the batches its log holds after it (same bits as before)."""
-        meta = json.loads((directory / "stream.json").read_text())
-        config = config_from(meta.get("model", "glnn"), meta["config"])  # no model: a GLNN (before seqd 0.14)
+    def open(cls, directory: Path, *, fsync: bool, max_state_bytes: int | None = None, repair: bool = False,
+             meta: tuple | None = None) -> "Stream":
+        """Restore a stream: its snapshot, then the batches its log holds after it (same bits as before).
+
+        Nothing is trusted: ``stream.json`` (or ``meta``, what :func:`.stream_meta.read` made of it) must hold
+        a model this daemon serves within ``max_state_bytes``; the snapshot's position must be the count of
+        symbols its learner has learned; and the log must reach from there on, whole.  A torn last record is
+        dropped (an INFO line); damage to acknowledged records raises :class:`~.wal.LogDamage`, or with
+        ``repair`` is cut off, logged as an ERROR and remembered (:mod:`.repairs`).  Anything else that fails
+        is a ValueError or an OSError naming the file."""
+        name, created, config = meta or stream_meta.read(directory, max_state_bytes)
         position, code_bits, recent, learner = 0, 0.0, None, None
         store = LearnerStore(directory, config, fsync=fsync)  # (and what a crash left of writing it goes)
         if store.snapshot.exists():
             position, code_bits, recent, learner = store.read()
         store.restored_at(position)
         learner = learner or learner_for(config)
-        itemsize = wal.itemsize_for(config.alphabet_cap)
         bits = [np.zeros(0)]
         learned = position
-        for batch in wal.replay(directory, itemsize, position):
+        replay = wal.Replay(directory, wal.itemsize_for(config.alphabet_cap), position, repair=repair)
+        for batch in replay:
             bits.append(learner.learn(batch))
             learned += len(batch)
         replayed = np.concatenate(bits)
-        stream = cls(meta["name"], directory, learner, learned, created=meta["created"], fsync=fsync, store=store)
+        if replay.torn:
+            log.info("stream %s: %s", name, replay.torn)
+        if replay.repaired is not None:
+            log.error("stream %s: REPAIRED its write-ahead log, losing what it held from position %d on: %s",
+                      name, replay.repaired.position, replay.repaired)
+            repairs.remember(directory, replay.repaired)
+        stream = cls(name, directory, learner, learned, created=created, fsync=fsync, store=store)
         stream.code_bits = code_bits + float(replayed.sum())
         recent = np.zeros(RECENT) if recent is None else recent
         stream._recent = np.concatenate((recent, replayed))[-RECENT:]
         stream.snapshot_position = position
+        stream.torn = replay.torn
+        stream.repairs = repairs.read(directory)
         stream.view = View.of(learner, learned, stream._stats(learned))
         return stream
+
+    def hibernate_at_restore(self) -> None:
+        """Just opened, and the restore keeps it out of memory: a snapshot at the learned position if the one on
+        disk is older (what the log held after it was replayed), the log checkpointed, the learner let go."""
+        if not self.sleep_as_opened():
+            position = self._write_snapshot()
+            self.log.checkpoint(position)
+            self.snapshot_position = position
+            self._let_go()
+

@@ -13,13 +13,25 @@ and segments; replay checks it.  After a snapshot at position P, a new
 segment starts and every segment that ends at or before P is deleted, so the
 log holds what the snapshot does not.
 
-A record cut short at the end of the last segment is a write the crash
-interrupted, which was therefore never acknowledged: replay drops it (and
-truncates the file).  "Cut short" is told from "damaged" by the header's own
-checksum: a record whose intact header says it runs past the end of the file,
-a header that is itself incomplete, or zeros to the end of the file.  Any
-other damage is an error: acknowledged data would be lost, and the operator
-must know.  So is a log that does not reach back to the snapshot's position.
+Version 3 (seqd 0.18) adds one rule: a segment closed by a rotation ends
+with a *seal*, a record of no symbols whose position is where the next segment
+starts, written and fsynced once the next segment exists.  So the last
+segment of a log is never sealed, and a sealed last segment means the segments
+after it are gone.  A stream's folder always holds a segment (its first is
+made with the folder, atomically), so a folder without one has lost its log.
+Version-2 segments (no seals) are still read.
+
+What a crash can leave at the end of the last segment is a write cut short
+(never acknowledged: the acknowledgement waits for the fsync), and replay
+drops it (and truncates the file).  A crash cuts a write only in ways the
+kernel's page cache allows: the file ends at a page boundary, or pages or
+blocks that never reached the disk read as zeros (a sector at least), and no
+whole record follows.  Anything else that does not read back (a flipped bit,
+a file cut elsewhere, a crafted header, a missing segment) is *damage*: records
+an acknowledgement may have covered would be lost, so replay raises
+:class:`LogDamage`, and the daemon keeps the stream out of service unless the
+operator chooses ``seqd serve --repair``, which cuts the log where its damage
+starts.  So is a log that does not reach back to the snapshot's position.
 """
 
 from __future__ import annotations
@@ -39,7 +51,8 @@ PRIVATE_FILE = 0o600
 PRIVATE_DIR = 0o700
 
 MAGIC = b"SEQDWAL\x00"
-VERSION = 2
+VERSION = 3
+READ_VERSIONS = (2, 3)  # version 2: no seals
 _HEAD = struct.Struct("<8sBB6x")
 _RECORD = struct.Struct("<IQII")  # length, start, crc of the payload, crc of these first 16 bytes
 _FIELDS = struct.Struct("<IQI")
@@ -108,6 +121,27 @@ class WriteAheadLog:
                 fsync_path(path)
             fsync_path(self.directory)
         self._open_segment()
+        if existing and existing[-1][0] != self.position:  # a restart: the last segment is closed, sealed
+            self._seal(existing[-1][1])
+
+    def _seal(self, path: Path) -> None:
+        """Seal a closed version-3 segment (:mod:`.wal`): it ends where the current segment starts."""
+        with open(path, "r+b") as f:
+            head = f.read(_HEAD.size)
+            if len(head) < _HEAD.size or _HEAD.unpack(head)[1] != VERSION:
+                return  # (version 2: no seals)
+            write_all(f.fileno(), seal_record(self.position), os.fstat(f.fileno()).st_size)
+            if self.fsync_enabled:
+                os.fsync(f.fileno())
+
+    def _detach(self) -> tuple[int, int]:
+        """The current segment's descriptor and size, for the caller to close: the log holds none until
+        :meth:`_open_segment`."""
+        with self._lock:
+            fd, self._fd = self._fd, -1
+            if self._appended > self._synced:  # (synced above, by checkpoint: nothing is left unsynced)
+                self._synced = self._appended
+            return fd, self._size
 
     def _open_segment(self) -> None:
         with self._lock:
@@ -120,7 +154,7 @@ class WriteAheadLog:
             size = os.fstat(fd).st_size
             if size < _HEAD.size:  # new (or created by a crash before its header was written)
                 os.ftruncate(fd, 0)
-                write_all(fd, _HEAD.pack(MAGIC, VERSION, self.itemsize), 0)
+                write_all(fd, segment_header(self.itemsize), 0)
                 size = _HEAD.size
                 if self.fsync_enabled:
                     os.fsync(fd)
@@ -177,8 +211,15 @@ class WriteAheadLog:
         """A snapshot now holds the stream up to ``snapshot_position``: start a new segment and
         delete the segments it makes redundant."""
         self.sync()
-        if self._size > _HEAD.size:  # the current segment has records: close it, start another
-            self._open_segment()
+        if self._size > _HEAD.size:  # the current segment has records: seal it, start another
+            old_fd, old_size = self._detach()
+            try:
+                self._open_segment()  # durable before the seal that names it
+                write_all(old_fd, seal_record(self.position), old_size)
+                if self.fsync_enabled:
+                    os.fsync(old_fd)
+            finally:
+                os.close(old_fd)
         segs = segments(self.directory)
         for (start, path), (next_start, _) in zip(segs, segs[1:]):
             if next_start <= snapshot_position:
@@ -196,6 +237,17 @@ class WriteAheadLog:
                     self._fd = -1
 
 
+def segment_header(itemsize: int) -> bytes:
+    """The first bytes of a new segment (a new stream's first segment is written with its folder)."""
+    return _HEAD.pack(MAGIC, VERSION, itemsize)
+
+
+def seal_record(next_start: int) -> bytes:
+    """The record that closes a segment: no symbols, the position where the next segment starts."""
+    fields = _FIELDS.pack(0, next_start, zlib.crc32(b""))
+    return fields + struct.pack("<I", zlib.crc32(fields))
+
+
 def write_all(fd: int, data, offset: int) -> int:
     """Write the buffer ``data`` at ``offset`` whole (``pwrite`` may write less); returns the offset after it."""
     view = memoryview(data).cast("B")
@@ -205,73 +257,192 @@ def write_all(fd: int, data, offset: int) -> int:
     return offset
 
 
-def replay(directory: Path, itemsize: int, start: int) -> Iterator[np.ndarray]:
-    """The batches of the log from position ``start`` on, in order (a batch straddling ``start``
-    yields its tail).  Truncates a torn last record; raises :class:`WALError` on other damage."""
-    segs = segments(Path(directory))
-    expected = None
-    for index, (seg_start, path) in enumerate(segs):
-        last = index == len(segs) - 1
-        with open(path, "rb") as f:
-            data = f.read()
-        if len(data) < _HEAD.size:
-            if last:
-                continue  # created, crash before its header was written
-            raise WALError(f"{path}: shorter than a segment header")
-        magic, version, size = _HEAD.unpack_from(data)
-        if magic != MAGIC or version != VERSION or size != itemsize:
-            raise WALError(f"{path}: not a version-{VERSION} write-ahead log of {itemsize}-byte symbols")
-        if expected is None and seg_start > start:
-            raise WALError(f"{path}: the log starts at position {seg_start}, after the snapshot's {start} "
-                           "(a snapshot or a segment is missing)")
-        if expected is not None and seg_start != expected:
-            raise WALError(f"{path}: starts at position {seg_start}, but the previous segment ends at {expected}")
-        expected = seg_start
-        offset = _HEAD.size
-        while offset < len(data):
-            torn = _torn(data, offset)
-            if torn is None:
-                length, pos, crc, _ = _RECORD.unpack_from(data, offset)
-                body = data[offset + _RECORD.size: offset + _RECORD.size + length]
-                if length % itemsize or pos != expected:
-                    raise WALError(f"{path}: record at byte {offset} does not continue the stream "
-                                   f"(position {pos}, expected {expected})")
-                if zlib.crc32(body) != crc:
-                    if not (last and offset + _RECORD.size + length == len(data)):
-                        raise WALError(f"{path}: record at byte {offset} is damaged (payload checksum)")
-                    torn = "its last bytes did not reach the disk"
-            if torn is not None:
-                if not last:
-                    raise WALError(f"{path}: record at byte {offset} is cut short or damaged ({torn})")
-                if torn == "damaged":
-                    raise WALError(f"{path}: record at byte {offset} is damaged (header checksum)")
-                with open(path, "r+b") as f:
-                    f.truncate(offset)
+PAGE = 4096  # a crash cuts a write at a page of the file (the kernel copies and writes back page by page)
+SECTOR = 512  # and a page or a block that never reached the disk reads as zeros, a sector at least
+
+
+class LogDamage(WALError):
+    """Records that an acknowledgement may have covered do not read back: the log is damaged from ``position``
+    (its record at byte ``offset`` of ``path``) on, and ``lost_bytes`` of the log lie after that point (the
+    record's and every later segment's).  :meth:`Replay.repair` cuts them off."""
+
+    def __init__(self, path: Path, offset: int, position: int, reason: str, lost_bytes: int):
+        super().__init__(f"{path}: {reason}, at byte {offset} (stream position {position}); {lost_bytes:,} "
+                         "bytes of log from there on would be lost")
+        self.path, self.offset, self.position, self.reason, self.lost_bytes = path, offset, position, reason, lost_bytes
+
+
+class Replay:
+    """The batches of the log from position ``start`` on, in order, by iterating (a batch straddling ``start``
+    yields its tail), checking every record (:mod:`.wal`'s rules).
+
+    A torn last record is cut off, and :attr:`torn` says where and why
+    (nothing an acknowledgement covered is lost: an INFO line for the
+    operator).  Damage raises :class:`LogDamage` once the batches before it
+    are yielded; with ``repair`` it is cut off instead (the record and all
+    that follows it), :attr:`repaired` holds what was lost, and the batches
+    before it stand.  Other faults (a log that does not reach back to the
+    snapshot, a segment of another format) raise :class:`WALError`.
+    """
+
+    def __init__(self, directory: Path, itemsize: int, start: int, *, repair: bool = False):
+        self.directory, self.itemsize, self.start, self.repair = Path(directory), itemsize, start, repair
+        self.torn: str | None = None
+        self.repaired: LogDamage | None = None
+        self.end: int | None = None  # the position after the last record read (once iterated)
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        itemsize, start = self.itemsize, self.start
+        segs = segments(self.directory)
+        if not segs:  # a folder is made with its first segment, and a checkpoint never deletes the last
+            damage = LogDamage(self.directory / segment_name(start), 0, start, "the log is missing (no segment)", 0)
+            if not self.repair:
+                raise damage
+            self.repaired = damage  # (the log starts again at the snapshot's position)
+        expected = None
+        for index, (seg_start, path) in enumerate(segs):
+            last = index == len(segs) - 1
+            with open(path, "rb") as f:
+                data = f.read()
+            later = sum(p.stat().st_size for _, p in segs[index + 1:])
+            if len(data) < _HEAD.size:
+                if last and not any(data):
+                    continue  # created, crash before its header was written
+                self._damaged(segs, index, 0, expected if expected is not None else seg_start,
+                              "shorter than a segment header", len(data) + later)
                 break
-            symbols = np.frombuffer(body, dtype=_dtype(itemsize)).astype(np.int64)
-            end = pos + len(symbols)
-            if end > start:
-                yield symbols[max(0, start - pos):]
-            expected = end
-            offset += _RECORD.size + length
-    if expected is not None and expected < start:
-        raise WALError(f"{directory}: the log ends at position {expected}, before the snapshot's {start}")
+            magic, version, size = _HEAD.unpack_from(data)
+            if magic != MAGIC or version not in READ_VERSIONS or size != itemsize:
+                raise WALError(f"{path}: not a write-ahead log of {itemsize}-byte symbols of versions "
+                               f"{' or '.join(map(str, READ_VERSIONS))}")
+            if expected is None and seg_start > start:
+                raise WALError(f"{path}: the log starts at position {seg_start}, after the snapshot's {start} "
+                               "(a snapshot or a segment is missing)")
+            if expected is not None and seg_start != expected:
+                raise WALError(f"{path}: starts at position {seg_start}, but the previous segment ends at "
+                               f"{expected} (a segment is missing)")
+            expected = seg_start
+            offset = _HEAD.size
+            while offset < len(data):
+                if _is_seal(data, offset, expected):
+                    if offset + _RECORD.size == len(data) and not last:
+                        break  # closed by a rotation; the next segment starts where it ends
+                    why = ("sealed, but the segments after it are missing" if last else
+                           "records follow its seal")
+                    self._damaged(segs, index, offset, expected, why, len(data) - offset + later)
+                    self.end = expected
+                    return
+                problem, body = _check_record(data, offset, expected, itemsize)
+                if problem is not None:
+                    if last and _crash_shaped(data, offset) and _later_record(data, offset, itemsize) is None:
+                        self.torn = (f"{path}: the record at byte {offset} (stream position {expected}) was cut "
+                                     f"short by a crash ({problem}); it was never acknowledged, and is dropped")
+                        _cut(path, offset)
+                    else:
+                        self._damaged(segs, index, offset, expected, problem, len(data) - offset + later)
+                    self.end = expected
+                    return
+                symbols = np.frombuffer(body, dtype=_dtype(itemsize)).astype(np.int64)
+                end = expected + len(symbols)
+                if end > start:
+                    yield symbols[max(0, start - expected):]
+                expected = end
+                offset += _RECORD.size + len(body)
+        if expected is not None and expected < start:
+            raise WALError(f"{self.directory}: the log ends at position {expected}, before the snapshot's {start} "
+                           "(records or segments are missing)")
+        self.end = expected
+
+    def _damaged(self, segs, index: int, offset: int, position: int, reason: str, lost: int) -> None:
+        """Damage in segment ``index`` at ``offset``: raised, or cut off with ``repair``."""
+        path = segs[index][1]
+        damage = LogDamage(path, offset, position, reason, lost)
+        if position < self.start:  # the snapshot needs the log from its position: nothing to repair to
+            raise WALError(f"{damage}; the snapshot needs the log from position {self.start}")
+        if not self.repair:
+            raise damage
+        _cut(path, offset) if offset >= _HEAD.size else path.unlink()
+        for _, later in segs[index + 1:]:
+            later.unlink()
+        fsync_path(self.directory)
+        self.repaired = damage
 
 
-def _torn(data: bytes, offset: int) -> str | None:
-    """Why the record at ``offset`` is an interrupted write, "damaged" if its header is, or None if whole."""
+def replay(directory: Path, itemsize: int, start: int) -> Iterator[np.ndarray]:
+    """The batches of the log from position ``start`` on (:class:`Replay`, without repair)."""
+    return iter(Replay(directory, itemsize, start))
+
+
+def _is_seal(data: bytes, offset: int, expected: int) -> bool:
+    """Whether a seal (:func:`seal_record`) for position ``expected`` stands at ``offset``."""
+    return len(data) - offset >= _RECORD.size and data[offset: offset + _RECORD.size] == seal_record(expected)
+
+
+def _check_record(data: bytes, offset: int, expected: int, itemsize: int) -> tuple[str | None, bytes]:
+    """(None, the payload) when the record at ``offset`` is whole and continues the stream at ``expected``; else
+    (what is wrong, b"")."""
     rest = len(data) - offset
     if rest < _RECORD.size:
-        return "incomplete header"
+        return "its header is incomplete", b""
     if not _valid_header(data, offset):
-        # a crash may keep the first part of the last write and lose the rest: torn, unless a whole record
-        # further on shows that the log went on after this one (then acknowledged data would be lost)
-        later = any(_valid_header(data, p) for p in range(offset + 1, len(data) - _RECORD.size + 1))
-        return "damaged" if later else "the last write did not all reach the disk"
-    (length,) = struct.unpack_from("<I", data, offset)
+        return "its header does not match its checksum", b""
+    length, pos, crc, _ = _RECORD.unpack_from(data, offset)
     if _RECORD.size + length > rest:
-        return "the record runs past the end of the file"
+        return f"its {length:,} bytes run past the end of the file", b""
+    if length == 0 or length % itemsize or pos != expected:
+        return f"it does not continue the stream (position {pos}, expected {expected}; {length} bytes)", b""
+    body = data[offset + _RECORD.size: offset + _RECORD.size + length]
+    if zlib.crc32(body) != crc:
+        return "its symbols do not match their checksum", b""
+    return None, body
+
+
+def _crash_shaped(data: bytes, offset: int) -> bool:
+    """Whether the bytes from ``offset`` to the end of the file can be a write that a crash cut short: the file
+    ends at a page boundary (a write stops between pages), or a sector from a sector boundary on reads as zeros
+    (a page or a block that never reached the disk), or everything left does.  A cut anywhere else (a file
+    truncated by hand), or a flipped bit in a record otherwise whole, is damage."""
+    if len(data) % PAGE == 0:
+        return True
+    tail = np.frombuffer(data, dtype=np.uint8, offset=offset)
+    if not tail.any():
+        return True
+    first = -(-offset // SECTOR) * SECTOR
+    for s in range(first, len(data), SECTOR):
+        if not np.frombuffer(data, dtype=np.uint8, offset=s, count=min(SECTOR, len(data) - s)).any():
+            return True
+    return False
+
+
+def _later_record(data: bytes, offset: int, itemsize: int) -> int | None:
+    """The offset of a whole record (its header's checksum right, its payload within the file and matching its
+    own) after ``offset``, or None: a torn write is the last one, so the log cannot go on after it.  Headers
+    are looked for where a plausible payload length stands (vectorised: megabytes of garbage in milliseconds),
+    then checked."""
+    buf = np.frombuffer(data, dtype=np.uint8)
+    n, step = len(data), 1 << 20
+    for lo in range(offset + 1, n - _RECORD.size + 1, step):
+        hi = min(lo + step, n - _RECORD.size + 1)
+        if not buf[lo:hi + _RECORD.size - 1].any():  # (a zero-filled tail: no header there)
+            continue
+        length = (buf[lo:hi].astype(np.uint64) | buf[lo + 1:hi + 1].astype(np.uint64) << 8
+                  | buf[lo + 2:hi + 2].astype(np.uint64) << 16 | buf[lo + 3:hi + 3].astype(np.uint64) << 24)
+        where = np.arange(lo, hi, dtype=np.uint64)
+        fits = (length > 0) & (length % itemsize == 0) & (where + _RECORD.size + length <= n)
+        for p in np.flatnonzero(fits) + lo:
+            p = int(p)
+            if _valid_header(data, p):
+                (length, _, crc) = _FIELDS.unpack_from(data, p)
+                if zlib.crc32(data[p + _RECORD.size: p + _RECORD.size + length]) == crc:
+                    return p
     return None
+
+
+def _cut(path: Path, size: int) -> None:
+    with open(path, "r+b") as f:
+        f.truncate(size)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def _valid_header(data: bytes, offset: int) -> bool:

@@ -6,6 +6,7 @@ tests exercise the daemon alone; the client library has tests of its own.
 
 from __future__ import annotations
 
+import io
 import itertools
 import os
 import signal
@@ -16,6 +17,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import zmq
 
 from seqd.clients import protocol as P
@@ -134,3 +136,31 @@ class ProcessServer:
         code = self.proc.wait(timeout)
         self.stderr = self.proc.stderr.read().decode()
         return code
+
+
+def snapshot_as_version(snap: Path, version: int) -> None:
+    """Rewrite a stream's version-4 snapshot as an earlier seqd wrote it: version 3 (the learner deflated whole),
+    2 (the learner as it is) or 1 (also the recent code lengths as JSON numbers)."""
+    import json
+    import struct
+    import zlib
+
+    from seqd.daemon import sparse
+    data = snap.read_bytes()
+    head = struct.Struct("<8sQII")
+    magic, position, size, crc = head.unpack_from(data)
+    assert magic == b"SEQDSNP\x04"
+    stats = data[head.size:head.size + size]
+    words = sparse.SparseReader(io.BytesIO(data[head.size + size:]), None)
+    learner = words.read(words.size)
+    assert words.finished and len(learner) == words.size
+    if version == 3:
+        snap.write_bytes(head.pack(b"SEQDSNP\x03", position, size, crc) + stats + zlib.compress(learner, 1))
+    elif version == 2:
+        snap.write_bytes(head.pack(b"SEQDSNP\x02", position, size, crc) + stats + learner)
+    else:
+        (n,) = struct.unpack_from("<I", stats)
+        info = json.loads(stats[4:4 + n])
+        recent = np.frombuffer(stats, dtype="<f8", offset=4 + n)
+        v1 = json.dumps({"code_bits": info["code_bits"], "recent": recent.tolist()}).encode()
+        snap.write_bytes(head.pack(b"SEQDSNP\x01", position, len(v1), zlib.crc32(v1, position)) + v1 + learner)

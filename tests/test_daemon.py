@@ -3,7 +3,6 @@ bad input changes nothing; a full queue says busy; stop and restart (orderly or 
 
 from __future__ import annotations
 
-import io
 import os
 import signal
 import socket
@@ -31,7 +30,7 @@ from seqd.daemon import snapshot_file, sparse
 from seqd.daemon import streams as streams_module
 from seqd.daemon.models import make_config
 
-from daemon_harness import SMALL_BYTES, Caller, ProcessServer, ThreadServer, free_port
+from daemon_harness import SMALL_BYTES, Caller, ProcessServer, ThreadServer, free_port, snapshot_as_version
 
 LOGS = Path(__file__).resolve().parents[2] / "shared" / "data" / "logs"
 
@@ -312,7 +311,11 @@ def test_seqd_serve_tells_systemd_when_it_is_ready_and_when_it_stops(tmp_path, m
     monkeypatch.setenv("NOTIFY_SOCKET", path)
     try:
         proc = ProcessServer(tmp_path / "state")
-        assert sock.recv(4096) == b"READY=1\nSTATUS=serving"  # sent before the first request was answered
+        statuses = []
+        while (message := sock.recv(4096)).startswith(b"STATUS="):  # how far the restore is, first
+            statuses.append(message)
+        assert statuses and statuses[-1] == b"STATUS=restoring: 0 of 0 streams"
+        assert message == b"READY=1\nSTATUS=serving"  # sent before the first request was answered
         assert proc.terminate() == 0
         assert sock.recv(4096).startswith(b"STOPPING=1\n")
     finally:
@@ -883,29 +886,8 @@ def test_snapshots_of_earlier_versions_are_still_read(tmp_path, version):
     and version 1 also had the recent code lengths as JSON numbers (slow to write with the GIL held); a
     daemon restores any of them, to the same
     statistics and the same learner."""
-    import json
-    import struct
-    import zlib
     before = _snapshotted_stream(tmp_path / "state", text(3000))
-    snap = tmp_path / "state" / "streams" / "s" / "snapshot"
-    data = snap.read_bytes()
-    head = struct.Struct("<8sQII")
-    magic, position, size, crc = head.unpack_from(data)
-    assert magic == b"SEQDSNP\x04"
-    stats = data[head.size:head.size + size]
-    words = sparse.SparseReader(io.BytesIO(data[head.size + size:]), None)
-    learner = words.read(words.size)
-    assert words.finished and len(learner) == words.size
-    if version == 3:
-        snap.write_bytes(head.pack(b"SEQDSNP\x03", position, size, crc) + stats + zlib.compress(learner, 1))
-    elif version == 2:
-        snap.write_bytes(head.pack(b"SEQDSNP\x02", position, size, crc) + stats + learner)
-    else:
-        (n,) = struct.unpack_from("<I", stats)
-        info = json.loads(stats[4:4 + n])
-        recent = np.frombuffer(stats, dtype="<f8", offset=4 + n)
-        v1 = json.dumps({"code_bits": info["code_bits"], "recent": recent.tolist()}).encode()
-        snap.write_bytes(head.pack(b"SEQDSNP\x01", position, len(v1), zlib.crc32(v1, position)) + v1 + learner)
+    snapshot_as_version(tmp_path / "state" / "streams" / "s" / "snapshot", version)
     with ThreadServer(tmp_path / "state") as srv:
         call = Caller(srv.api)
         after = call.ok("stats", stream="s")
