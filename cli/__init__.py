@@ -11,8 +11,9 @@ the model.
 A subcommand's module has a ``configure(parser)`` function (named in its
 :class:`Command`) that sets the parser's description and arguments and
 ``run``, the function that runs it and returns the exit code.  Exit codes:
-0 success, 1 error (usage errors too), 2 warning (as gzip's), 130
-interrupted.
+0 success, 1 error, 2 a usage error (argparse's convention: the
+subcommand's usage is printed) or, from ``compress`` and ``decompress``, a
+warning (as gzip's), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -56,11 +57,11 @@ _FINAL_OPTIONS = ("-h", "--help", "-V", "--version")
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage errors exit with 1, not argparse's 2: seqd's exit code 2 means a warning, as gzip's does."""
+    """A usage error: the usage of the command it concerns (the subcommand's, not seqd's), then one line, exit 2."""
 
     def error(self, message):
         self.print_usage(sys.stderr)
-        self.exit(1, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def requested(argv: list[str]) -> str | None:
@@ -82,8 +83,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("-V", "--version", action="version", version=f"seqd {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
+    parser.commands = {}
     for name, spec in COMMANDS.items():
-        p = sub.add_parser(name, help=spec.help)
+        p = parser.commands[name] = sub.add_parser(name, help=spec.help)
         if name == command:
             module = importlib.import_module(f"{__name__}.{spec.module}")
             getattr(module, spec.configure)(p)
@@ -92,7 +94,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(requested(argv)).parse_args(argv)
+    parser = build_parser(requested(argv))
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # (argparse would name them under seqd's usage; they belong to the subcommand's)
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return int(args.run(args) or 0)
     except KeyboardInterrupt:

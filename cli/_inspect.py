@@ -17,6 +17,7 @@ from seqd.core import container
 from seqd.core.container import End, FormatError, Header
 
 from ._decode import Decoded, Reader, containers
+from ._files import SUFFIX
 from ._report import FileReport
 
 
@@ -67,7 +68,7 @@ def print_table(reports: list[FileReport]) -> None:
     rows = [COLUMNS]
     for r in listed:
         rows.append((str(r.bytes_in), str(r.bytes_out), _rate(r.bits_per_byte), str(r.blocks), r.model or "",
-                     r.written_by or "", r.input))
+                     r.written_by or "", _uncompressed_name(r.input)))
     if len(listed) > 1:
         packed, plain = sum(r.bytes_in for r in listed), sum(r.bytes_out for r in listed)
         rows.append((str(packed), str(plain), _rate(8 * packed / plain if plain else None),
@@ -78,6 +79,12 @@ def print_table(reports: list[FileReport]) -> None:
     for row in rows:
         cells = [cell.rjust(w) if k < 4 else cell.ljust(w) for k, (cell, w) in enumerate(zip(row, widths))]
         print("  ".join(cells).rstrip(), file=sys.stdout)
+
+
+def _uncompressed_name(name: str) -> str:
+    """The name the file decompresses to, as gzip -l shows it: ``app.log`` for ``app.log.sqd``; a pipe's is
+    ``-``, and a name without the suffix is shown as it is."""
+    return name[:-len(SUFFIX)] if name.endswith(SUFFIX) and name != SUFFIX else name
 
 
 def _rate(bits: float | None) -> str:

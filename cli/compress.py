@@ -72,7 +72,7 @@ def _options(p: argparse.ArgumentParser) -> None:
                         "chain unless --chain-size bounds them")
     p.add_argument("--json", action="store_true",
                    help="a JSON report of every file on standard output (standard error when data goes there)")
-    shown = {1: "compressing: fastest, smallest model (2 MiB)",
+    shown = {1: "compressing: fastest, smallest model (5 MiB)",
              9: "compressing: most compression (-1 ... -9, like gzip; default -6; docs/benchmarks.md measures each)"}
     for level in container.LEVELS:
         p.add_argument(f"-{level}", dest="level", action="store_const", const=level, default=container.DEFAULT_LEVEL,

@@ -29,6 +29,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-fsync", dest="fsync", action="store_const", const=False,
                    help="acknowledge batches without waiting for the disk (faster; a machine crash may lose "
                         "acknowledged batches)")
+    p.add_argument("--repair", action="store_true",
+                   help="serve streams whose write-ahead log is damaged, cutting each log where its damage starts "
+                        "(the symbols after it are lost; each repair is logged and shown in the stream's stats). "
+                        "Without it such a stream is left out of service, its files untouched")
     p.add_argument("--demo", action="store_true",
                    help="also feed a built-in stream ('demo': seed 000's alphabet with insertions) through the "
                         "client library and print the daemon's live predictions and bits per symbol")
@@ -63,8 +67,12 @@ def run(args: argparse.Namespace) -> int:
                          logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=args.log_level.upper(), handlers=[handler])
     overrides = dict(state_dir=args.state_dir, api=args.api, pub=args.pub, metrics_host=args.metrics_host,
-                     metrics_port=args.metrics_port, workers=args.workers, fsync=args.fsync)
+                     metrics_port=args.metrics_port, workers=args.workers, fsync=args.fsync,
+                     repair=args.repair or None)
     config = ServeConfig.load(args.config, overrides=overrides)
+    if args.demo:
+        from . import serve_demo
+        first = serve_demo.first_run()  # before the daemon compiles anything
     server = Server(config)
     server.start()
     if args.log_format == "text":  # (the log says the same; with JSON lines, nothing but JSON on stderr)
@@ -81,7 +89,6 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     if args.demo:
-        from . import serve_demo
-        serve_demo.start(server.api_endpoint, server.metrics_url, server._stop)
+        serve_demo.start(server.api_endpoint, server.metrics_url, server._stop, first)
     server.serve()
     return 0

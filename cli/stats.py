@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from datetime import datetime, timezone
 
 from seqd.clients.results import ServerStats
 
@@ -35,6 +36,13 @@ def _stats(args) -> int:
         raw = {"stream": raw.pop("stream"), "learned": raw.pop("position"), "accepted": raw.pop("accepted"),
                "queued": raw.pop("queued"), **raw}
     config = raw.pop("config", None)
+    if isinstance(raw.get("created"), (int, float)):  # an epoch in the reply; a time a reader reads, here
+        raw["created"] = datetime.fromtimestamp(raw["created"], timezone.utc).isoformat(timespec="seconds")
+    repairs = raw.pop("repairs", None)
+    if repairs:
+        last = repairs[-1]
+        raw["repairs"] = (f"{len(repairs)}; the last at {last.get('time')}: the log was cut at position "
+                          f"{last.get('position')}, losing {last.get('lost_log_bytes')} bytes of it")
     width = max(map(len, raw), default=0)
     for key, value in raw.items():
         shown = "-" if value is None else f"{value:.4f}" if isinstance(value, float) else value

@@ -58,6 +58,9 @@ def endpoint_list(endpoints: str | Sequence[str]) -> tuple[str, ...]:
     eps = (endpoints,) if isinstance(endpoints, str) else tuple(endpoints)
     if not eps or not all(isinstance(e, str) and e for e in eps):
         raise ValueError("give at least one endpoint, such as tcp://127.0.0.1:7710")
+    for e in eps:
+        if "://" not in e:  # ZeroMQ itself says only "Invalid argument"
+            raise ValueError(f"{e!r} is not a ZeroMQ endpoint: it needs a transport, as in tcp://{e}")
     if len(set(eps)) != len(eps):
         raise ValueError("an endpoint is listed twice")
     return eps

@@ -102,12 +102,15 @@ def test_every_subcommand_in_the_table_has_its_module(name, capsys):
     assert out.startswith(f"usage: seqd {name}") and "--help" in out
 
 
-def test_usage_errors_exit_1_with_one_line(capsys):
-    for argv in ([], ["nope"], ["stats", "--timeout", "soon"]):
+def test_usage_errors_exit_2_with_one_line_under_the_commands_usage(capsys):
+    for argv, usage in (([], "usage: seqd [-h]"), (["nope"], "usage: seqd [-h]"),
+                        (["stats", "--timeout", "soon"], "usage: seqd stats"), (["predict", "s", "--tpo", "3"],
+                                                                                "usage: seqd predict")):
         with pytest.raises(SystemExit) as stop:
             main(argv)
-        assert stop.value.code == 1
-        assert capsys.readouterr().err.splitlines()[-1].startswith("seqd")
+        assert stop.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith(usage) and err.splitlines()[-1].startswith("seqd"), err
 
 
 def test_the_client_library_from_the_package_and_from_seqd_clients():

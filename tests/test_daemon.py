@@ -427,9 +427,12 @@ def test_the_client_library_against_the_daemon(server):
     assert asyncio.run(async_side()) == 3004
 
     out = io.StringIO()
-    demo.run(server.api, None, threading.Event(), lines=15, out=out)
+    demo.run(server.api, None, threading.Event(), lines=15, out=out, first=True)  # as on a first run
     lines = out.getvalue().splitlines()
     assert any("the text is learned" in line for line in lines)
+    compiling = next(k for k, line in enumerate(lines) if line.startswith("First run: compiling"))
+    compiled = next(k for k, line in enumerate(lines) if "compiled in" in line)
+    assert compiling < compiled < next(k for k, line in enumerate(lines) if "next symbol, as the daemon" in line)
     assert Caller(server.api).ok("stats", stream="demo")["position"] > 500
 
 
