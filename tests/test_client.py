@@ -335,7 +335,9 @@ def test_async_subscribe():
 
 
 def test_malformed_endpoints_are_value_errors():
-    with Client("not-an-endpoint", timeout=0.1) as c:
+    with pytest.raises(ValueError, match="needs a transport, as in tcp://127.0.0.1:7710"):
+        Client("127.0.0.1:7710", timeout=0.1)  # (ZeroMQ itself would say only "Invalid argument")
+    with Client("tcp://not an endpoint", timeout=0.1) as c:
         with pytest.raises(ValueError, match="cannot connect"):
             c.ping()
     with pytest.raises(ValueError):

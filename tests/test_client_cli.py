@@ -205,6 +205,9 @@ def test_cli_subscribe(server, capsys):
 
 
 def test_cli_bad_endpoint_is_one_line(capsys):
-    assert main(["stats", "--api", "nonsense"]) == 1
+    assert main(["stats", "--api", "tcp://nonsense"]) == 1
     err = capsys.readouterr().err
-    assert "cannot connect to 'nonsense'" in err and err.count("\n") == 1
+    assert "cannot connect to 'tcp://nonsense'" in err and err.count("\n") == 1
+    assert main(["stats", "--api", "127.0.0.1:7710"]) == 1
+    err = capsys.readouterr().err
+    assert "needs a transport, as in tcp://127.0.0.1:7710" in err and err.count("\n") == 1
