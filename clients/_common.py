@@ -19,18 +19,20 @@ from __future__ import annotations
 import hashlib
 import itertools
 import operator
+import os
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from . import protocol
-from .errors import NO_REPLY, ConflictError, SeqdTimeout, error_for
+from .errors import NO_REPLY, ConflictError, SeqdTimeout, ServerError, error_for
 from .protocol import Reply, Request
 from .results import Ack, Created, Prediction, ServerInfo, ServerStats, Snapshot, StreamStats
 
 DEFAULT_API = "tcp://127.0.0.1:7710"
 DEFAULT_MAX_BATCH = 65536
+BATCH_ID_BYTES = 16  # a publish's batch id: random, so two clients never share one
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,7 @@ class Operations:
         self.endpoints = endpoint_list(endpoints)
         self.timeout, self.retries, self.max_batch, self.clock = float(timeout), int(retries), max_batch, clock
         self._ids = itertools.count(1)  # 0 is what a server answers when it cannot read an id
+        self._without_ids: set[str] = set()  # endpoints of servers that know no batch ids (before seqd 0.18)
 
     def endpoint_for(self, stream: str | None, endpoint: str | None = None) -> str:
         if endpoint is not None:
@@ -217,30 +220,48 @@ class Operations:
         yield from self.call(self.endpoint_for(stream), {"op": "drop", "stream": stream}, retry=False)
 
     def publish(self, stream: str, symbols, position: int | None = None, create: bool = False) -> Plan:
-        """Publish in batches of at most ``max_batch``; returns the last batch's :class:`Ack`.  A
-        conditional batch is retried, an unconditional one is not (it may have landed)."""
+        """Publish in batches of at most ``max_batch``; returns the last batch's :class:`Ack`.  Every batch
+        carries an id of its own (``batch``), sent again with each retry, so that a batch the server took
+        before the reply was lost is acknowledged again rather than learned twice: a publish is retried
+        after a timeout, conditional or not.  (A server before seqd 0.18 knows no ids: then only a
+        conditional batch is retried.)"""
         data = normalize_symbols(symbols)
         endpoint, ack = self.endpoint_for(stream), None
         for offset, chunk in batches(data, self.max_batch):
             pos = None if position is None else position + offset
             fields = {"op": "publish", "stream": stream, "symbols": chunk, "position": pos, "create": create}
-            if pos is None:
-                what = (f"within {self.timeout:g}s: the batch of {len(chunk)} symbols may or may not have been "
-                        "accepted (an unconditional publish is not retried; give a position to make it safe)")
-                ack = Ack.from_result((yield from self.call(endpoint, fields, retry=False, what=what)))
-                continue
+            if endpoint not in self._without_ids:
+                fields["batch"] = os.urandom(BATCH_ID_BYTES)
             try:
-                ack = Ack.from_result((yield from self.call(endpoint, fields, retry=True)))
-            except ConflictError as exc:
-                if not exc.after_timeout:
+                ack = Ack.from_result((yield from self._publish_one(endpoint, fields)))
+            except ServerError as exc:
+                if "batch" not in fields or "unknown field(s) batch" not in exc.message:
                     raise
-                # An earlier attempt went unanswered: if it landed, the stream is exactly one batch longer.
-                now = StreamStats.from_result((yield from self.call(endpoint, {"op": "stats", "stream": stream},
-                                                                    retry=True)))
-                if now.accepted != pos + len(chunk):
-                    raise
-                ack = Ack(stream, now.accepted, now.queued)
+                self._without_ids.add(endpoint)  # an earlier server: no ids, as it was
+                del fields["batch"]
+                ack = Ack.from_result((yield from self._publish_one(endpoint, fields)))
         return ack
+
+    def _publish_one(self, endpoint: str, fields: dict[str, Any]) -> Plan:
+        """One batch until it is acknowledged, or why not: retried after a timeout when it has an id or a
+        position; a conflict after a timeout is checked against where the batch would have left the stream."""
+        pos, stream, n = fields["position"], fields["stream"], len(fields["symbols"])
+        if pos is None and "batch" not in fields:
+            what = (f"within {self.timeout:g}s: the batch of {n} symbols may or may not have been accepted (this "
+                    "server knows no batch ids, and an unconditional publish is not retried; give a position to "
+                    "make it safe)")
+            return (yield from self.call(endpoint, fields, retry=False, what=what))
+        try:
+            return (yield from self.call(endpoint, fields, retry=True))
+        except ConflictError as exc:
+            if not exc.after_timeout:
+                raise
+            # An earlier attempt went unanswered: if it landed, the stream is exactly one batch longer.
+            now = StreamStats.from_result((yield from self.call(endpoint, {"op": "stats", "stream": stream},
+                                                                retry=True)))
+            if now.accepted != pos + n:
+                raise
+            return {"stream": stream, "position": now.accepted, "queued": now.queued}
 
     def predict(self, stream: str, top: int = 5, full: bool = False, min_position: int = 0,
                 wait: float = 0.0) -> Plan:

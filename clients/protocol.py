@@ -59,6 +59,7 @@ ERROR_CODES = (BAD_REQUEST, TOO_LARGE, UNKNOWN_OP, BAD_VERSION, BAD_NAME, NO_SUC
 # Stream names become directory names and PUB topics: letters, digits, '.', '_', '-', no leading dot.
 STREAM_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 MAX_TOP = 65536
+MAX_BATCH_ID = 64  # bytes of a publish's batch id
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,11 @@ class Request:
     drop        stream
     publish     stream, symbols (bytes: one symbol per byte; or a list of ints),
                 position (optional: the stream's expected length before the
-                batch — a conditional append, safe to retry), create (make the
-                stream with the default byte model if it does not exist)
+                batch — a conditional append, safe to retry), batch (optional:
+                an id of the client's choosing, 1-64 bytes; a batch whose id the
+                stream has among its recent ones is acknowledged again, not
+                appended: an unconditional publish made safe to retry), create
+                (make the stream with the default byte model if it does not exist)
     predict     stream, top (k most probable symbols; 0: the full
                 distribution), min_position, wait_ms (wait until the stream has
                 learned ``min_position`` symbols, at most ``wait_ms``)
@@ -111,6 +115,7 @@ class Request:
     stream: str | None = None
     symbols: bytes | tuple[int, ...] | None = None
     position: int | None = None
+    batch: bytes | None = None
     create: bool = False
     preset: str | None = None
     config: dict[str, Any] | None = None
@@ -144,6 +149,9 @@ class Request:
                         raise ProtocolError(BAD_SYMBOL, f"symbols must be non-negative integers, got {s!r}")
         if self.position is not None:
             _check_int("position", self.position, 0, 2**63 - 1)
+        if self.batch is not None:
+            if self.op != "publish" or not isinstance(self.batch, bytes) or not 1 <= len(self.batch) <= MAX_BATCH_ID:
+                raise ProtocolError(BAD_REQUEST, f"batch is a publish's id: 1 to {MAX_BATCH_ID} bytes")
         for name in ("create", "exist_ok"):
             if not isinstance(getattr(self, name), bool):
                 raise ProtocolError(BAD_REQUEST, f"{name} must be true or false")

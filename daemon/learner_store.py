@@ -82,10 +82,10 @@ class LearnerStore:
                         if keeps_history(config) else None)
 
     def read(self):
-        """(position, cumulative code length, recent code lengths, learner) of the snapshot; ValueError naming
+        """(position, cumulative code length, recent code lengths, learner, batch ids) of the snapshot; ValueError naming
         the file when it, or the history it needs, cannot be read, or when its position is not the count of
         symbols its learner has learned."""
-        position, code_bits, recent, learner = snapshot_file.read(
+        position, code_bits, recent, learner, batches = snapshot_file.read(
             self.snapshot, RECENT, max_learner_bytes=learner_bound(self.config),
             learner_type=model_of(self.config).learner, history=self.history)
         if learner.config != self.config:
@@ -93,7 +93,7 @@ class LearnerStore:
         if learner.stats["symbols"] != position:  # a header can be rewritten with a checksum to match
             raise ValueError(f"{self.snapshot}: its header says position {position}, but its learner has learned "
                              f"{learner.stats['symbols']} symbols")
-        return position, code_bits, recent, learner
+        return position, code_bits, recent, learner, batches
 
     def restored_at(self, position: int) -> None:
         """The learner was restored at ``position``: what the history file holds past it was appended for a
@@ -102,13 +102,13 @@ class LearnerStore:
             self.history.keep_until(position)
 
     def write(self, learner, position: int, code_bits: float, recent: np.ndarray, io_lock: threading.Lock,
-              dropped: Callable[[], bool]) -> None:
+              dropped: Callable[[], bool], batches=()) -> None:
         """The learner at ``position`` and the statistics, atomically: the history first (appended, durable),
         then the snapshot (a temporary file of its own name, fsynced, renamed over the old one, the folder
         fsynced), then the history written again if it holds more than two rings.  Under ``io_lock`` for what
         touches the folder: a drop moves it away only between snapshots, and a dropped stream (``dropped()``)
         writes nothing more (:class:`Dropped`)."""
-        head = snapshot_file.head(position, code_bits, recent)
+        head = snapshot_file.head(position, code_bits, recent, batches)
         if self.history is not None:  # the symbols the snapshot leaves out are on disk before it is
             with io_lock:
                 if dropped():

@@ -208,6 +208,8 @@ class Requests:
         if int(symbols.max()) >= cap:
             return Reply.failure(req.id, P.BAD_SYMBOL, f"symbol {int(symbols.max())} is outside stream "
                                  f"{stream.name!r}'s alphabet [0, {cap})")
+        if req.batch is not None and (seen := stream.batch_ids.get(req.batch)) is not None:
+            return self._again(req, stream, *seen)
         if req.position is not None and req.position != stream.accepted:
             return Reply.failure(req.id, P.CONFLICT, f"stream {stream.name!r} holds {stream.accepted} symbols, "
                                  f"not {req.position}")
@@ -219,15 +221,25 @@ class Requests:
                                  "learned; retry later", retry_after_ms=min(max(wait, BUSY_RETRY_MS[0]),
                                                                             BUSY_RETRY_MS[1]))
         try:
-            stream.log.append(symbols)
+            start = stream.log.append(symbols, req.batch or b"")
         except OSError as exc:
             reason = stream.mark_broken(f"write-ahead log could not be written: {exc}")
             log.error("stream %s: %s", stream.name, reason)
             return Reply.failure(req.id, P.INTERNAL, reason)
         pending.position = stream.accepted
+        if req.batch is not None:
+            stream.batch_ids.add(req.batch, start, stream.accepted)
         stream.syncing += len(symbols)
         stream.syncing_batches += 1
         return AwaitSync(pending, stream, symbols if symbols.dtype == np.uint8 else symbols.astype(np.uint16))
+
+    def _again(self, req: Request, stream: Stream, start: int, end: int) -> Reply:
+        """A publish whose batch id the stream has seen: acknowledged as the first was, once it is durable (a
+        retry may overtake the first's fsync: it is told to come back), and nothing is appended."""
+        if end > stream.accepted - stream.syncing:
+            return Reply.failure(req.id, P.BUSY, f"batch {req.batch.hex()} of stream {stream.name!r} is being "
+                                 "written; retry", retry_after_ms=BUSY_RETRY_MS[0])
+        return Reply.success(req.id, stream=stream.name, position=end, queued=stream.queued, again=True)
 
     def drop(self, pending: Pending, stream: Stream) -> AwaitNamespace:
         """Move the stream's folder to the trash (a worker deletes it) and forget the stream; the drop is

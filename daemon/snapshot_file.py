@@ -47,19 +47,23 @@ _SNAP_HEAD = struct.Struct("<8sQII")  # magic, stream position, length and crc32
 _STATS_HEAD = struct.Struct("<I")  # v2 statistics: length of their JSON, the JSON, then the recent code lengths
 
 
-def head(position: int, code_bits: float, recent: np.ndarray) -> bytes:
+def head(position: int, code_bits: float, recent: np.ndarray, batches=()) -> bytes:
     """The header and statistics of a snapshot at ``position``; the learner follows, as
-    :func:`~.sparse.encoded` gives it."""
+    :func:`~.sparse.encoded` gives it.  ``batches``: the recent batch ids (:mod:`.batch_ids`) of batches
+    the snapshot holds, (id, start, end) each."""
     # the recent code lengths as raw float64: as JSON numbers they took about 4 ms with the GIL held
-    info = json.dumps({"code_bits": code_bits, "recent": len(recent)}).encode()
+    info = {"code_bits": code_bits, "recent": len(recent)}
+    if batches:  # (seqd 0.18 on; earlier readers ignore the key)
+        info["batches"] = [[batch.hex(), start, end] for batch, start, end in batches]
+    info = json.dumps(info).encode()
     extra = _STATS_HEAD.pack(len(info)) + info + recent.astype("<f8").tobytes()
     return _SNAP_HEAD.pack(SNAPSHOT_MAGIC, position, len(extra), zlib.crc32(extra, position)) + extra
 
 
 def read(snap: Path, recent_length: int, max_learner_bytes: int | None = None, learner_type: type = OnlineLearner,
-         history=None) -> tuple[int, float, np.ndarray, object]:
+         history=None) -> tuple[int, float, np.ndarray, object, list]:
     """A snapshot of any version: its position, cumulative code length, the ``recent_length`` recent code
-    lengths, and the learner, of ``learner_type`` (the stream's model, ``core/learners.py``).  ValueError
+    lengths, the learner, of ``learner_type``, and the batch ids it kept (see :func:`head`) (the stream's model, ``core/learners.py``).  ValueError
     naming the file when it is cut short, damaged, of another version, or when its learner would inflate
     past ``max_learner_bytes``.  A GLNN's is read and inflated a piece at a time, straight into the
     learner's arrays (versions 3 and 4): the file is never in memory whole; another model's learner is
@@ -78,12 +82,12 @@ def read(snap: Path, recent_length: int, max_learner_bytes: int | None = None, l
         stats = f.read(size)
         if len(stats) < size or zlib.crc32(stats, position) != crc:
             raise ValueError(f"{snap}: not a seqd stream snapshot, or damaged")
-        code_bits, recent = _read_statistics(magic, stats, snap, recent_length)
+        code_bits, recent, batches = _read_statistics(magic, stats, snap, recent_length)
         if magic in (SNAPSHOT_MAGIC_V1, SNAPSHOT_MAGIC_V2):
             data = f.read()  # (a GLNN's learner, the only model then: it may keep its history elsewhere today)
             learner = learner_type.from_bytes(data, history) if learner_type is OnlineLearner else \
                 learner_type.from_bytes(data)
-            return position, code_bits, recent, learner
+            return position, code_bits, recent, learner, batches
         try:
             learner = (SparseReader(f, max_learner_bytes) if magic == SNAPSHOT_MAGIC
                        else Inflater(f, max_learner_bytes))
@@ -93,7 +97,7 @@ def read(snap: Path, recent_length: int, max_learner_bytes: int | None = None, l
                 whole = bytearray(learner.size)  # bounded by max_learner_bytes; its arrays are copied out once
                 if learner.read_into(memoryview(whole)) < len(whole) or not learner.finished:
                     raise ValueError("its learner is cut short, or followed by other bytes")
-                return position, code_bits, recent, learner_type.from_bytes(whole)
+                return position, code_bits, recent, learner_type.from_bytes(whole), batches
             config, state = from_stream(learner.read_into, learner.read, max_learner_bytes, history)
             if not learner.finished:
                 raise ValueError("its learner is cut short, or followed by other bytes")
@@ -101,11 +105,11 @@ def read(snap: Path, recent_length: int, max_learner_bytes: int | None = None, l
             raise ValueError(f"{snap}: its learner is damaged ({exc})") from None
         except ValueError as exc:
             raise ValueError(f"{snap}: {exc}") from None
-    return position, code_bits, recent, OnlineLearner(config, _state=state)
+    return position, code_bits, recent, OnlineLearner(config, _state=state), batches
 
 
-def _read_statistics(magic: bytes, stats: bytes, snap: Path, recent_length: int) -> tuple[float, np.ndarray]:
-    """A snapshot's cumulative code length and recent code lengths, from either version's layout."""
+def _read_statistics(magic: bytes, stats: bytes, snap: Path, recent_length: int) -> tuple[float, np.ndarray, list]:
+    """A snapshot's cumulative code length, recent code lengths and batch ids, from any version's layout."""
     try:
         if magic == SNAPSHOT_MAGIC_V1:
             info = json.loads(stats)
@@ -118,7 +122,11 @@ def _read_statistics(magic: bytes, stats: bytes, snap: Path, recent_length: int)
                 raise ValueError(f"{len(recent)} recent code lengths, the header says {info['recent']}")
         if recent.shape != (recent_length,):
             raise ValueError(f"{recent.shape} recent code lengths, not ({recent_length},)")
-        return float(info["code_bits"]), recent
+        batches = [(bytes.fromhex(batch), start, end) for batch, start, end in info.get("batches", [])]
+        if not all(0 < len(b) <= wal.MAX_BATCH_ID and type(s) is int and type(e) is int and 0 <= s < e
+                   for b, s, e in batches):
+            raise ValueError("a batch id or its positions are not what seqd writes")
+        return float(info["code_bits"]), recent, batches
     except (ValueError, KeyError, TypeError, struct.error) as exc:
         raise ValueError(f"{snap}: its statistics are malformed ({exc})") from None
 

@@ -37,6 +37,7 @@ import numpy as np
 
 from ..core.learners import learner_for, model_of
 from . import lifecycle, repairs, snapshot_file, stream_meta, wal
+from .batch_ids import BatchIds
 from .learner_store import RECENT, RECENT_BYTES, LearnerStore
 from .budget import STREAM_BYTES, MemoryBudget, return_freed_memory
 from .models import chunk_for
@@ -83,6 +84,7 @@ class Stream:
         self.code_bits = 0.0
         self.torn: str | None = None  # a torn last record its restore dropped (said once, at the restore)
         self.repairs: list[dict] = []  # the repairs of its log (:func:`.repairs.read`)
+        self.batch_ids = BatchIds()  # the recent publishes' ids (the I/O loop's)
         self._recent = np.zeros(RECENT)
         self.view = View.of(learner, position, self._stats(position))
 
@@ -352,7 +354,7 @@ class Stream:
         while it slept); returns the seconds it took.  A snapshot that cannot be read raises: the worker
         marks the stream faulted, and its files are left for a restart to try again."""
         t0 = time.perf_counter()
-        position, _, recent, learner = self.store.read()
+        position, _, recent, learner, _ = self.store.read()
         if position != self.view.position:
             raise ValueError(f"{self.store.snapshot}: holds position {position}, not the hibernated "
                              f"{self.view.position}")
@@ -411,7 +413,8 @@ class Stream:
             raise RuntimeError(f"stream {self.name!r} is not snapshotted: {self.broken}")
         if self.learner is None:  # hibernated: the snapshot on disk is the learner, at the view's position
             return self.slept_at
-        self.store.write(self.learner, position, self.code_bits, self._recent, self.io_lock, lambda: self.dropped)
+        self.store.write(self.learner, position, self.code_bits, self._recent, self.io_lock,
+                         lambda: self.dropped, self.batch_ids.upto(position))
         self.snapshot_time = time.monotonic()
         return position
 
@@ -457,14 +460,13 @@ class Stream:
         ``repair`` is cut off, logged as an ERROR and remembered (:mod:`.repairs`).  Anything else that fails
         is a ValueError or an OSError naming the file."""
         name, created, config = meta or stream_meta.read(directory, max_state_bytes)
-        position, code_bits, recent, learner = 0, 0.0, None, None
+        position, code_bits, recent, learner, batches = 0, 0.0, None, None, []  # (no snapshot: a new stream's)
         store = LearnerStore(directory, config, fsync=fsync)  # (and what a crash left of writing it goes)
         if store.snapshot.exists():
-            position, code_bits, recent, learner = store.read()
+            position, code_bits, recent, learner, batches = store.read()
         store.restored_at(position)
         learner = learner or learner_for(config)
-        bits = [np.zeros(0)]
-        learned = position
+        bits, learned = [np.zeros(0)], position
         replay = wal.Replay(directory, wal.itemsize_for(config.alphabet_cap), position, repair=repair)
         for batch in replay:
             bits.append(learner.learn(batch))
@@ -483,6 +485,7 @@ class Stream:
         stream.snapshot_position = position
         stream.torn = replay.torn
         stream.repairs = repairs.read(directory)
+        stream.batch_ids = BatchIds([*batches, *replay.batches])
         stream.view = View.of(learner, learned, stream._stats(learned))
         return stream
 

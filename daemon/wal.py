@@ -7,8 +7,10 @@ header (magic, version, bytes per symbol) and records::
 
     u32 payload length | u64 start position | u32 crc32(payload) | u32 crc32(the 16 bytes before) | payload
 
-The payload is the batch's symbols, one byte each (alphabets of at most 256
-symbols) or two little-endian bytes.  Positions are contiguous across records
+The payload is the length of the batch's id (u8, 0 for none), the id (the
+publisher's, at most 64 bytes: :mod:`.batch_ids`), then the batch's symbols,
+one byte each (alphabets of at most 256 symbols) or two little-endian bytes;
+in version 2 it was the symbols alone.  Positions are contiguous across records
 and segments; replay checks it.  After a snapshot at position P, a new
 segment starts and every segment that ends at or before P is deleted, so the
 log holds what the snapshot does not.
@@ -40,6 +42,7 @@ import os
 import struct
 import threading
 import zlib
+from collections import deque
 from pathlib import Path
 from typing import Iterator
 
@@ -52,7 +55,9 @@ PRIVATE_DIR = 0o700
 
 MAGIC = b"SEQDWAL\x00"
 VERSION = 3
-READ_VERSIONS = (2, 3)  # version 2: no seals
+READ_VERSIONS = (2, 3)  # version 2: no seals, no batch ids
+MAX_BATCH_ID = 64  # bytes of a batch's id (the protocol's bound)
+RECENT_BATCHES = 4096  # the batch ids a stream remembers (:mod:`.batch_ids`), and a replay collects
 _HEAD = struct.Struct("<8sBB6x")
 _RECORD = struct.Struct("<IQII")  # length, start, crc of the payload, crc of these first 16 bytes
 _FIELDS = struct.Struct("<IQI")
@@ -164,13 +169,13 @@ class WriteAheadLog:
             raise
         self._fd, self._size = fd, size
 
-    def append(self, symbols: np.ndarray) -> int:
+    def append(self, symbols: np.ndarray, batch: bytes = b"") -> int:
         """Write one batch (not yet synced: see :meth:`sync`); returns its start position.
 
         On failure (disk full, I/O error) the segment is cut back to where it
         was, so the log never holds a partial record that replay would reject.
         """
-        payload = np.ascontiguousarray(symbols, dtype=_dtype(self.itemsize)).tobytes()
+        payload = bytes((len(batch),)) + batch + np.ascontiguousarray(symbols, dtype=_dtype(self.itemsize)).tobytes()
         start = self.position
         fields = _FIELDS.pack(len(payload), start, zlib.crc32(payload))
         record = fields + struct.pack("<I", zlib.crc32(fields)) + payload
@@ -290,6 +295,8 @@ class Replay:
         self.torn: str | None = None
         self.repaired: LogDamage | None = None
         self.end: int | None = None  # the position after the last record read (once iterated)
+        # the batch ids of the records read, with their [start, end) positions: the most recent ones
+        self.batches: deque[tuple[bytes, int, int]] = deque(maxlen=RECENT_BATCHES)
 
     def __iter__(self) -> Iterator[np.ndarray]:
         itemsize, start = self.itemsize, self.start
@@ -311,7 +318,7 @@ class Replay:
                 self._damaged(segs, index, 0, expected if expected is not None else seg_start,
                               "shorter than a segment header", len(data) + later)
                 break
-            magic, version, size = _HEAD.unpack_from(data)
+            magic, version, size = _HEAD.unpack_from(data)  # (version: of this segment)
             if magic != MAGIC or version not in READ_VERSIONS or size != itemsize:
                 raise WALError(f"{path}: not a write-ahead log of {itemsize}-byte symbols of versions "
                                f"{' or '.join(map(str, READ_VERSIONS))}")
@@ -332,9 +339,9 @@ class Replay:
                     self._damaged(segs, index, offset, expected, why, len(data) - offset + later)
                     self.end = expected
                     return
-                problem, body = _check_record(data, offset, expected, itemsize)
+                problem, body, batch = _check_record(data, offset, expected, itemsize, version)
                 if problem is not None:
-                    if last and _crash_shaped(data, offset) and _later_record(data, offset, itemsize) is None:
+                    if last and _crash_shaped(data, offset) and _later_record(data, offset) is None:
                         self.torn = (f"{path}: the record at byte {offset} (stream position {expected}) was cut "
                                      f"short by a crash ({problem}); it was never acknowledged, and is dropped")
                         _cut(path, offset)
@@ -342,10 +349,12 @@ class Replay:
                         self._damaged(segs, index, offset, expected, problem, len(data) - offset + later)
                     self.end = expected
                     return
-                symbols = np.frombuffer(body, dtype=_dtype(itemsize)).astype(np.int64)
+                symbols = np.frombuffer(body, dtype=_dtype(itemsize), offset=0 if version == 2 else 1 + len(batch))
                 end = expected + len(symbols)
+                if batch:
+                    self.batches.append((batch, expected, end))
                 if end > start:
-                    yield symbols[max(0, start - expected):]
+                    yield symbols[max(0, start - expected):].astype(np.int64)
                 expected = end
                 offset += _RECORD.size + len(body)
         if expected is not None and expected < start:
@@ -378,23 +387,26 @@ def _is_seal(data: bytes, offset: int, expected: int) -> bool:
     return len(data) - offset >= _RECORD.size and data[offset: offset + _RECORD.size] == seal_record(expected)
 
 
-def _check_record(data: bytes, offset: int, expected: int, itemsize: int) -> tuple[str | None, bytes]:
-    """(None, the payload) when the record at ``offset`` is whole and continues the stream at ``expected``; else
-    (what is wrong, b"")."""
+def _check_record(data: bytes, offset: int, expected: int, itemsize: int,
+                  version: int) -> tuple[str | None, bytes, bytes]:
+    """(None, the payload, the batch id) when the record at ``offset`` is whole and continues the stream at
+    ``expected``; else (what is wrong, b"", b"")."""
     rest = len(data) - offset
     if rest < _RECORD.size:
-        return "its header is incomplete", b""
+        return "its header is incomplete", b"", b""
     if not _valid_header(data, offset):
-        return "its header does not match its checksum", b""
+        return "its header does not match its checksum", b"", b""
     length, pos, crc, _ = _RECORD.unpack_from(data, offset)
     if _RECORD.size + length > rest:
-        return f"its {length:,} bytes run past the end of the file", b""
-    if length == 0 or length % itemsize or pos != expected:
-        return f"it does not continue the stream (position {pos}, expected {expected}; {length} bytes)", b""
+        return f"its {length:,} bytes run past the end of the file", b"", b""
     body = data[offset + _RECORD.size: offset + _RECORD.size + length]
+    id_length = body[0] if version >= 3 and body else 0
+    symbols = length - (1 + id_length if version >= 3 else 0)
+    if symbols <= 0 or symbols % itemsize or id_length > MAX_BATCH_ID or pos != expected:
+        return f"it does not continue the stream (position {pos}, expected {expected}; {length} bytes)", b"", b""
     if zlib.crc32(body) != crc:
-        return "its symbols do not match their checksum", b""
-    return None, body
+        return "its symbols do not match their checksum", b"", b""
+    return None, body, body[1:1 + id_length] if version >= 3 else b""
 
 
 def _crash_shaped(data: bytes, offset: int) -> bool:
@@ -414,7 +426,7 @@ def _crash_shaped(data: bytes, offset: int) -> bool:
     return False
 
 
-def _later_record(data: bytes, offset: int, itemsize: int) -> int | None:
+def _later_record(data: bytes, offset: int) -> int | None:
     """The offset of a whole record (its header's checksum right, its payload within the file and matching its
     own) after ``offset``, or None: a torn write is the last one, so the log cannot go on after it.  Headers
     are looked for where a plausible payload length stands (vectorised: megabytes of garbage in milliseconds),
@@ -428,7 +440,7 @@ def _later_record(data: bytes, offset: int, itemsize: int) -> int | None:
         length = (buf[lo:hi].astype(np.uint64) | buf[lo + 1:hi + 1].astype(np.uint64) << 8
                   | buf[lo + 2:hi + 2].astype(np.uint64) << 16 | buf[lo + 3:hi + 3].astype(np.uint64) << 24)
         where = np.arange(lo, hi, dtype=np.uint64)
-        fits = (length > 0) & (length % itemsize == 0) & (where + _RECORD.size + length <= n)
+        fits = (length > 0) & (where + _RECORD.size + length <= n)
         for p in np.flatnonzero(fits) + lo:
             p = int(p)
             if _valid_header(data, p):

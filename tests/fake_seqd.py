@@ -28,6 +28,8 @@ class FakeServer:
         self.limits = P.DEFAULT_LIMITS  # what the decoder refuses past (a daemon's are configurable)
         self.streams: dict[str, bytearray] = {}
         self.learned: dict[str, int] = {}  # learned symbols per stream (default: all accepted)
+        self.batches: dict[tuple[str, bytes], int] = {}  # (stream, batch id) -> the position it left the stream at
+        self.knows_batch_ids = True  # False: as a server before seqd 0.18, which refuses the field
         self.requests: list[tuple[bytes, P.Request]] = []  # (peer identity, request) as received
         self.refused: list[str] = []  # the error code of each frame refused before it became a request
         self.actions: collections.deque = collections.deque()
@@ -64,9 +66,13 @@ class FakeServer:
             del self.streams[r.stream]
             return Reply.success(r.id, stream=r.stream, dropped=True)
         if r.op == "publish":
+            if r.batch is not None and (r.stream, r.batch) in self.batches:
+                return Reply.success(r.id, stream=r.stream, position=self.batches[r.stream, r.batch], queued=0)
             if r.position is not None and r.position != len(s):
                 return Reply.failure(r.id, P.CONFLICT, f"stream {r.stream!r} has {len(s)} symbols, not {r.position}")
             s.extend(r.symbols if isinstance(r.symbols, bytes) else bytes(r.symbols))
+            if r.batch is not None:
+                self.batches[r.stream, r.batch] = len(s)
             return Reply.success(r.id, stream=r.stream, position=len(s), queued=0)
         learned = self.learned.get(r.stream, len(s) if s is not None else 0)
         if r.op == "predict":
@@ -99,6 +105,9 @@ class FakeServer:
                 except P.ProtocolError as exc:
                     self.refused.append(exc.code)
                     self._send(ident, Reply.failure(P.request_id(data), exc.code, exc.message))
+                    continue
+                if req.batch is not None and not self.knows_batch_ids:
+                    self._send(ident, Reply.failure(req.id, P.BAD_REQUEST, "unknown field(s) batch"))
                     continue
                 self.requests.append((ident, req))
                 action = self.actions.popleft() if self.actions else None

@@ -125,13 +125,17 @@ def test_retries_exhausted_raise_no_reply(server):
     assert len(server.requests) == 3
 
 
-def test_conditional_publish_whose_reply_was_lost_is_acknowledged(server):
+@pytest.mark.parametrize("ids", [True, False])
+def test_conditional_publish_whose_reply_was_lost_is_acknowledged(server, ids):
+    """Its retry is known by its batch id; by a server that knows no ids, it meets a conflict, and the stream's
+    length says whether it landed."""
     server.streams["web"] = bytearray(b"0123")
+    server.knows_batch_ids = ids
     with Client(server.endpoint, timeout=0.2) as c:
         server.then(lose_reply)
         ack = c.publish("web", b"abc", position=4)
     assert ack.position == 7 and bytes(server.streams["web"]) == b"0123abc"  # exactly once
-    assert [r.op for r in server.ops()] == ["publish", "publish", "stats"]
+    assert [r.op for r in server.ops()] == ["publish", "publish"] + ([] if ids else ["stats"])
 
 
 def test_conditional_publish_conflict_after_timeout_by_someone_else_still_raises(server):
@@ -146,13 +150,26 @@ def test_conditional_publish_conflict_after_timeout_by_someone_else_still_raises
             c.publish("web", b"abc", position=4)
 
 
-def test_unconditional_publish_is_not_retried(server):
+def test_an_unconditional_publish_is_retried_with_its_batch_id_and_lands_once(server):
     server.streams["web"] = bytearray()
     with Client(server.endpoint, timeout=0.2, retries=3) as c:
+        server.then(lose_reply, drop)  # it lands, its reply is lost; the first retry is lost too
+        assert c.publish("web", b"abc").position == 3
+        assert c.publish("web", b"abc").position == 6  # a new publish is a new batch
+    sent = server.ops("publish")
+    assert len(sent) == 4 and sent[0].batch == sent[1].batch == sent[2].batch != sent[3].batch
+    assert len(sent[0].batch) == 16 and server.streams["web"] == b"abcabc"
+
+
+def test_against_a_server_without_batch_ids_an_unconditional_publish_is_not_retried(server):
+    server.streams["web"] = bytearray()
+    server.knows_batch_ids = False
+    with Client(server.endpoint, timeout=0.2, retries=3) as c:
+        assert c.publish("web", b"ab").position == 2  # refused with its id, sent again without
         server.then(drop)
         with pytest.raises(SeqdTimeout, match="may or may not have been accepted"):
             c.publish("web", b"abc")
-    assert len(server.requests) == 1
+    assert [r.batch for r in server.ops("publish")] == [None, None]
 
 
 def test_non_idempotent_create_and_drop_are_not_retried(server):
@@ -297,20 +314,19 @@ def test_async_client_same_behaviour(server):
             assert (await c.stats("web")).accepted == 7
             with pytest.raises(NoSuchStreamError):
                 await c.predict("nope")
-            server.then(drop)
-            with pytest.raises(SeqdTimeout, match="may or may not"):
-                await c.publish("web", b"x")
+            server.then(drop, lose_reply)  # retried with its batch id: lands once
+            assert (await c.publish("web", b"x")).position == 8
             # concurrent requests: a slow one does not hold up the others, replies matched by id
             server.then(late(0.15))
             slow = asyncio.create_task(c.predict("web", top=1))
             await asyncio.sleep(0.02)
             fast = await c.snapshot("web")
-            assert not slow.done() and fast.position == 7
+            assert not slow.done() and fast.position == 8
             assert (await slow).top == ((97, 0.5),)
             server.then(stale_first)
             assert (await c.ping()).protocol == 1
     asyncio.run(scenario())
-    assert bytes(server.streams["web"]) == b"hello!!"  # the dropped publish never landed
+    assert bytes(server.streams["web"]) == b"hello!!x"  # each publish landed once
 
 
 def test_async_subscribe():

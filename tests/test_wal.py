@@ -16,6 +16,7 @@ from seqd.daemon import wal
 from seqd.daemon.config import ServeConfig
 
 ROOT = Path(__file__).resolve().parents[1]
+R = wal._RECORD.size + 1  # a record's bytes beyond its symbols (version 3: its header, its batch id's length)
 
 
 def one_segment(directory, sizes) -> Path:
@@ -66,17 +67,17 @@ def cut_at(path: Path, size: int) -> None:
     path.write_bytes(path.read_bytes()[:size])
 
 
-@pytest.mark.parametrize("lost", [1, 4096 - 36 - 5020 % 4096, 5000])  # pages of the last record never written
-def test_a_last_record_cut_at_a_page_is_a_torn_write_dropped_and_cut(tmp_path, lost):
+@pytest.mark.parametrize("pages", [0, 1])  # whole pages of the last record written before the crash
+def test_a_last_record_cut_at_a_page_is_a_torn_write_dropped_and_cut(tmp_path, pages):
     """A crash stops a write between pages of the file: the file ends at a page boundary inside the record."""
     path = one_segment(tmp_path, [10, 5000, 9000])
     full = path.stat().st_size
-    first_page = -(-(16 + 30 + 5020) // wal.PAGE) * wal.PAGE  # the first page boundary inside the last record
-    cut_at(path, first_page + wal.PAGE * (lost % 2))
+    first_page = -(-(16 + R + 10 + R + 5000) // wal.PAGE) * wal.PAGE  # the first page boundary in the last record
+    cut_at(path, first_page + wal.PAGE * pages)
     replay = wal.Replay(tmp_path, 1, 0)
     assert [len(b) for b in replay] == [10, 5000]
     assert "cut short by a crash" in replay.torn and "position 5010" in replay.torn
-    assert path.stat().st_size == full - 9020  # the torn record is gone
+    assert path.stat().st_size == full - (R + 9000)  # the torn record is gone
     log = wal.WriteAheadLog(tmp_path, 1, 5010)  # and appending goes on after the good records
     log.append(np.arange(4))
     log.close()
@@ -101,11 +102,11 @@ def test_a_last_record_cut_by_hand_is_damage_not_a_torn_write(tmp_path, cut):
     cut_at(path, full - cut)
     with pytest.raises(wal.LogDamage, match="position 10") as caught:
         list(wal.replay(tmp_path, 1, 0))
-    assert caught.value.position == 10 and caught.value.lost_bytes == 40 - cut
+    assert caught.value.position == 10 and caught.value.lost_bytes == R + 20 - cut
     assert path.stat().st_size == full - cut  # nothing was cut off
     replay = wal.Replay(tmp_path, 1, 0, repair=True)  # `seqd serve --repair`
     assert [len(b) for b in replay] == [10] and replay.repaired.position == 10
-    assert path.stat().st_size == full - 40
+    assert path.stat().st_size == full - (R + 20)
 
 
 def test_a_flipped_bit_in_the_last_record_is_damage(tmp_path):
@@ -120,7 +121,7 @@ def test_a_flipped_bit_in_the_last_record_is_damage(tmp_path):
 def test_a_huge_length_with_a_valid_checksum_is_damage_when_records_follow(tmp_path):
     path = one_segment(tmp_path, [10, 20, 30])
     data = bytearray(path.read_bytes())
-    second = 16 + 30
+    second = 16 + R + 10
     fields = wal._FIELDS.pack(1 << 31, 10, 0)
     data[second: second + 16] = fields + struct.pack("<I", zlib.crc32(fields))
     path.write_bytes(bytes(data[:4096] if len(data) >= 4096 else data))
@@ -142,7 +143,7 @@ def test_the_end_of_a_deleted_or_short_segment_before_the_last_is_damage_and_rep
     with pytest.raises(wal.LogDamage, match="position 10"):
         list(wal.replay(tmp_path, 1, 0))
     replay = wal.Replay(tmp_path, 1, 0, repair=True)
-    assert [len(b) for b in replay] == [10] and replay.repaired.lost_bytes == 23 + third_size
+    assert [len(b) for b in replay] == [10] and replay.repaired.lost_bytes == R + 5 - 2 + third_size
     assert not third.exists()
 
 
@@ -175,11 +176,30 @@ def test_a_restart_seals_the_segment_it_leaves(tmp_path):
 
 
 def test_version_2_segments_are_still_read(tmp_path):
-    path = one_segment(tmp_path, [10, 20])
-    data = bytearray(path.read_bytes())
-    data[8] = 2  # as seqd 0.17 wrote them: the same records, no seals
-    path.write_bytes(bytes(data))
-    assert [len(b) for b in wal.replay(tmp_path, 1, 0)] == [10, 20]
+    """As seqd 0.17 wrote them: a record's payload is its symbols alone, no batch id, no seals."""
+    records = b""
+    for start, symbols in ((0, bytes(range(10))), (10, bytes(20))):
+        fields = wal._FIELDS.pack(len(symbols), start, zlib.crc32(symbols))
+        records += fields + struct.pack("<I", zlib.crc32(fields)) + symbols
+    (tmp_path / wal.segment_name(0)).write_bytes(wal._HEAD.pack(wal.MAGIC, 2, 1) + records)
+    replay = wal.Replay(tmp_path, 1, 0)
+    assert [b.tolist() for b in replay] == [list(range(10)), [0] * 20] and not replay.batches
+    log = wal.WriteAheadLog(tmp_path, 1, 30)  # a restart goes on in a version-3 segment
+    log.append(np.arange(3), b"id")
+    log.close()
+    replay = wal.Replay(tmp_path, 1, 0)
+    assert [len(b) for b in replay] == [10, 20, 3] and list(replay.batches) == [(b"id", 30, 33)]
+
+
+def test_batch_ids_are_kept_with_their_records(tmp_path):
+    log = wal.WriteAheadLog(tmp_path, 2, 0)
+    log.append(np.array([300, 7]), b"first")
+    log.append(np.array([1]))
+    log.append(np.array([65535, 0, 2]), b"\x00" * 64)
+    log.close()
+    replay = wal.Replay(tmp_path, 2, 1)
+    assert [b.tolist() for b in replay] == [[7], [1], [65535, 0, 2]]
+    assert list(replay.batches) == [(b"first", 0, 2), (b"\x00" * 64, 3, 6)]
 
 
 def test_a_zero_filled_tail_of_64_mib_is_known_at_once(tmp_path):
@@ -215,7 +235,7 @@ def test_damage_before_the_end_is_an_error(tmp_path):
 def test_a_damaged_header_in_the_last_segment_is_not_taken_for_a_torn_write(tmp_path, byte):
     path = one_segment(tmp_path, [100, 100, 100, 100])
     data = bytearray(path.read_bytes())
-    data[16 + 120 + byte] ^= 0x40  # the second record's header
+    data[16 + R + 100 + byte] ^= 0x40  # the second record's header
     path.write_bytes(bytes(data))
     with pytest.raises(wal.WALError):
         list(wal.replay(tmp_path, 1, 0))
@@ -367,7 +387,7 @@ def test_a_failed_fsync_is_remembered(tmp_path, monkeypatch):
 
 def test_a_last_header_cut_by_a_lost_page_is_a_torn_write(tmp_path):
     path = one_segment(tmp_path, [4040, 5000])
-    second = 16 + 20 + 4040  # 4076: the second header straddles the first page boundary
+    second = 16 + R + 4040  # 4077: the second header straddles the first page boundary
     data = bytearray(path.read_bytes())
     data[wal.PAGE:] = bytes(len(data) - wal.PAGE)  # the page after the boundary never reached the disk
     path.write_bytes(bytes(data))
