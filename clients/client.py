@@ -9,12 +9,16 @@ give each thread its own.  Streams are spread over replicas by rendezvous
 hashing (``endpoints`` may list several); requests without a stream go to the
 first endpoint.  On a timeout the socket is closed (linger 0), a fresh one is
 opened and idempotent requests are sent again (``retries`` times): ping,
-predict, stats, snapshot, create with ``exist_ok``, and *conditional*
-publishes (``position`` given) — a retried conditional publish answered by
-``conflict`` is acknowledged if the stream's ``accepted`` shows the earlier
-attempt landed.  An unconditional publish is never resent: on a timeout it
-raises :class:`SeqdTimeout` saying the batch may or may not have been
-accepted.  ``busy`` replies are waited out (``retry_after_ms``) and resent.
+predict, stats, snapshot, create with ``exist_ok``, and every publish.  Each
+batch carries a random id of its own (``batch``), resent with it, so a
+daemon that took it before the reply was lost acknowledges it again and
+learns it once (``docs/protocol.md``).  Against a daemon before seqd 0.18,
+which knows no ids, only *conditional* publishes (``position`` given) are
+retried — one answered by ``conflict`` is acknowledged if the stream's
+``accepted`` shows the earlier attempt landed — and an unconditional one
+raises :class:`SeqdTimeout` on a timeout, saying the batch may or may not
+have been accepted.  ``busy`` replies are waited out (``retry_after_ms``)
+and resent.
 
 Subscriptions use a SUB socket on the PUB endpoint(s): ``pub`` as given, or
 by default each API endpoint's tcp port + 1 (7710 -> 7711).

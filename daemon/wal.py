@@ -313,8 +313,10 @@ class Replay:
                 data = f.read()
             later = sum(p.stat().st_size for _, p in segs[index + 1:])
             if len(data) < _HEAD.size:
-                if last and not any(data):
-                    continue  # created, crash before its header was written
+                if last and index > 0 and segment_header(itemsize).startswith(data.rstrip(b"\0")):
+                    continue  # a rotation a crash interrupted: its header never reached the disk
+                # (a folder is made with its first segment, whole, and a rotation writes the new segment's
+                # header before it seals the one before: a lone segment without a header has lost its records)
                 self._damaged(segs, index, 0, expected if expected is not None else seg_start,
                               "shorter than a segment header", len(data) + later)
                 break

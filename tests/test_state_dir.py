@@ -251,7 +251,8 @@ def crafted_snapshot_position(path: Path, rng) -> str:
     data = bytearray(path.read_bytes())
     head = struct.Struct("<8sQII")
     magic, position, size, _ = head.unpack_from(data)
-    new = int(rng.choice([0, 1, position - 1, position + 1, position + 300, 1 << 40, (1 << 64) - 1]))
+    choices = [0, 1, position - 1, position + 1, position + 300, 1 << 40, (1 << 64) - 1]
+    new = choices[int(rng.integers(0, len(choices)))] % (1 << 64)
     stats = bytes(data[head.size:head.size + size])
     data[:head.size] = head.pack(magic, new, size, zlib.crc32(stats, new & 0xFFFFFFFF))
     path.write_bytes(bytes(data))
@@ -272,9 +273,9 @@ def crafted_log_record(path: Path, rng) -> str:
     length, start, crc = struct.unpack_from("<IQI", data, at)
     change = int(rng.integers(0, 3))
     if change == 0:
-        length = int(rng.choice([1 << 31, 0xFFFFFFFF, length + 1, max(length - 1, 0)]))
+        length = [1 << 31, 0xFFFFFFFF, length + 1, max(length - 1, 0)][int(rng.integers(0, 4))] % (1 << 32)
     elif change == 1:
-        start = int(rng.choice([0, start + 1, start - 1, 1 << 50])) & ((1 << 64) - 1)
+        start = [0, start + 1, start - 1, 1 << 50][int(rng.integers(0, 4))] % (1 << 64)
     else:
         crc ^= 1
     fields = struct.pack("<IQI", length, start, crc)
