@@ -113,7 +113,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         proc, api, _, state = serve_in(folder, toml)
-        with Client(api, timeout=5) as client:  # the base: kernels loaded, no stream
+        with Client(api, timeout=300) as client:  # the base: kernels loaded (compiled, on a first run), no stream
             wait_until_serving(client)
             client.create("base", config=SETTINGS)
             client.publish("base", corpus[:20_000], position=0)

@@ -427,8 +427,10 @@ def test_hostile_logs_with_repair(pristine, expected, tmp_path):
 
 @pytest.mark.slow
 def test_hostile_state_directories_many(pristine, expected, tmp_path):
-    run_cases(pristine, expected, tmp_path, range(100_000, 100_000 + SLOW_CASES))
-    run_cases(pristine, expected, tmp_path, range(200_000, 200_000 + SLOW_CASES // 4), repair=True)
+    outcomes = run_cases(pristine, expected, tmp_path, range(100_000, 100_000 + SLOW_CASES))
+    print(f"\n{SLOW_CASES} cases: {outcomes}")  # (docs/benchmarks.md quotes them: pytest -s)
+    outcomes = run_cases(pristine, expected, tmp_path, range(200_000, 200_000 + SLOW_CASES // 4), repair=True)
+    print(f"{SLOW_CASES // 4} cases with --repair: {outcomes}")
 
 
 # -- what was seen on an operator's bad day, by name ---------------------------------------------------------------
