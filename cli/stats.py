@@ -42,7 +42,8 @@ def _stats(args) -> int:
     if repairs:
         last = repairs[-1]
         raw["repairs"] = (f"{len(repairs)}; the last at {last.get('time')}: the log was cut at position "
-                          f"{last.get('position')}, losing {last.get('lost_log_bytes')} bytes of it")
+                          f"{last.get('position')}, losing {last.get('lost_log_bytes')} bytes of it and at least "
+                          f"{last.get('lost_symbols_at_least', 0)} symbols")
     width = max(map(len, raw), default=0)
     for key, value in raw.items():
         shown = "-" if value is None else f"{value:.4f}" if isinstance(value, float) else value

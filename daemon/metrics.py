@@ -134,6 +134,12 @@ class StreamCollector:
         yield GaugeMetricFamily("seqd_streams", "Streams being served.", value=len(streams))
         yield GaugeMetricFamily("seqd_streams_unavailable", "Streams whose files could not be restored.",
                                 value=self.unavailable())
+        yield GaugeMetricFamily("seqd_streams_repaired", "Streams whose damaged write-ahead log this start cut "
+                                "where the damage began (seqd serve --repair); their stats say what was lost.",
+                                value=sum(1 for s in streams if s.repaired is not None))
+        yield GaugeMetricFamily("seqd_streams_torn_writes", "Streams whose log ended in a write a crash cut short, "
+                                "dropped at this start (never acknowledged: nothing lost).",
+                                value=sum(1 for s in streams if s.torn))
         yield GaugeMetricFamily("seqd_streams_broken", "Streams that refuse batches until a restart: their "
                                 "write-ahead log failed (a write or an fsync), or their learning did.",
                                 value=sum(1 for s in streams if s.broken))

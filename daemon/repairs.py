@@ -24,7 +24,8 @@ MAX_REPAIRS_SHOWN = 16
 def remember(directory: Path, damage: wal.LogDamage) -> None:
     """Add a line for ``damage``, cut off by a repair of the log in ``directory`` (appended, fsynced)."""
     line = json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "position": damage.position,
-                       "lost_log_bytes": damage.lost_bytes, "file": damage.path.name, "offset": damage.offset,
+                       "lost_log_bytes": damage.lost_bytes,
+                       "lost_symbols_at_least": damage.lost_symbols, "file": damage.path.name, "offset": damage.offset,
                        "reason": damage.reason}) + "\n"
     fd = os.open(directory / NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND, wal.PRIVATE_FILE)
     try:

@@ -82,7 +82,7 @@ class Stream:
         self.state = State.CREATING  # served once the loop registers it (:meth:`go_live`)
         self.broken: str | None = None  # no more publishes until restart: the log failed, or learning did
         self.code_bits = 0.0
-        self.torn: str | None = None  # a torn last record its restore dropped (said once, at the restore)
+        self.torn = self.repaired = None  # at its restore: a torn last record dropped, log damage cut (LogDamage)
         self.repairs: list[dict] = []  # the repairs of its log (:func:`.repairs.read`)
         self.batch_ids = BatchIds()  # the recent publishes' ids (the I/O loop's)
         self._recent = np.zeros(RECENT)
@@ -483,7 +483,7 @@ class Stream:
         recent = np.zeros(RECENT) if recent is None else recent
         stream._recent = np.concatenate((recent, replayed))[-RECENT:]
         stream.snapshot_position = position
-        stream.torn = replay.torn
+        stream.torn, stream.repaired = replay.torn, replay.repaired
         stream.repairs = repairs.read(directory)
         stream.batch_ids = BatchIds([*batches, *replay.batches])
         stream.view = View.of(learner, learned, stream._stats(learned))

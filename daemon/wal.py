@@ -271,10 +271,13 @@ class LogDamage(WALError):
     (its record at byte ``offset`` of ``path``) on, and ``lost_bytes`` of the log lie after that point (the
     record's and every later segment's).  :meth:`Replay.repair` cuts them off."""
 
-    def __init__(self, path: Path, offset: int, position: int, reason: str, lost_bytes: int):
+    def __init__(self, path: Path, offset: int, position: int, reason: str, lost_bytes: int, reached: int = 0):
+        symbols = max(reached - position, 0)
         super().__init__(f"{path}: {reason}, at byte {offset} (stream position {position}); {lost_bytes:,} "
-                         "bytes of log from there on would be lost")
+                         f"bytes of log from there on would be lost, with at least {symbols:,} symbols (the whole "
+                         "records after the damage)")
         self.path, self.offset, self.position, self.reason, self.lost_bytes = path, offset, position, reason, lost_bytes
+        self.lost_symbols = symbols  # at least: what the whole records found after the damage hold
 
 
 class Replay:
@@ -367,7 +370,7 @@ class Replay:
     def _damaged(self, segs, index: int, offset: int, position: int, reason: str, lost: int) -> None:
         """Damage in segment ``index`` at ``offset``: raised, or cut off with ``repair``."""
         path = segs[index][1]
-        damage = LogDamage(path, offset, position, reason, lost)
+        damage = LogDamage(path, offset, position, reason, lost, _reached(segs, index, offset, self.itemsize))
         if position < self.start:  # the snapshot needs the log from its position: nothing to repair to
             raise WALError(f"{damage}; the snapshot needs the log from position {self.start}")
         if not self.repair:
@@ -377,6 +380,28 @@ class Replay:
             later.unlink()
         fsync_path(self.directory)
         self.repaired = damage
+
+
+def _reached(segs, index: int, offset: int, itemsize: int) -> int:
+    """The furthest stream position that a whole record after ``offset`` of segment ``index`` (or in a later
+    segment) shows the log reached: how far the damage reaches, at least (0: no such record)."""
+    reached = 0
+    for k, (_, path) in enumerate(segs[index:]):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if len(data) < _HEAD.size:
+            continue
+        version = _HEAD.unpack_from(data)[1]
+        at = offset if k == 0 else _HEAD.size - 1
+        while (at := _later_record(data, at)) is not None:
+            length, start, _ = _FIELDS.unpack_from(data, at)
+            id_length = data[at + _RECORD.size] if version >= 3 else 0
+            symbols = (length - (1 + id_length if version >= 3 else 0)) // itemsize
+            reached = max(reached, start + max(symbols, 0))
+            at += _RECORD.size + length - 1
+    return reached
 
 
 def replay(directory: Path, itemsize: int, start: int) -> Iterator[np.ndarray]:

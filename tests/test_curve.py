@@ -100,9 +100,9 @@ def test_curve_mistakes_are_told_before_the_work(tmp_path, capsys, monkeypatch):
     assert "no folder" in capsys.readouterr().err
     assert main(["eval", str(log), "--reference", "xz=0.5"]) == 1
     assert "with --curve" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as usage:  # a usage error: argparse's exit, code 1 (seqd's parser)
+    with pytest.raises(SystemExit) as usage:  # a usage error: argparse's exit, code 2
         main(["eval", str(log), "--curve", str(tmp_path / "c.csv"), "--reference", "xz"])
-    assert usage.value.code == 1 and "NAME=BITS_PER_BYTE" in capsys.readouterr().err
+    assert usage.value.code == 2 and "NAME=BITS_PER_BYTE" in capsys.readouterr().err
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
     assert main(["eval", str(log), "--curve", str(tmp_path / "c.png")]) == 1

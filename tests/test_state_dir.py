@@ -41,6 +41,7 @@ import pytest
 from seqd.core.online import OnlineLearner
 from seqd.daemon import stream_meta, wal
 from seqd.daemon.config import ServeConfig
+from seqd.daemon.metrics import StreamCollector
 from seqd.daemon.requests import Requests
 from seqd.daemon.state_dir import StateDirectory
 from seqd.daemon.waiters import Waiters
@@ -503,6 +504,11 @@ def test_log_damage_is_an_error_line_and_repair_says_what_was_lost(pristine, exp
     assert stream.view.position == expected["bytes"][0] - 600  # the last batch (600 symbols) is lost
     assert stream.repairs[-1]["position"] == stream.view.position and stream.repairs[-1]["lost_log_bytes"] > 0
     assert any(r.levelno == logging.ERROR and "REPAIRED" in r.getMessage() for r in caplog.records)
+    gauges = {m.name: m.samples[0].value for m in StreamCollector(
+        streams=lambda: list(repaired.streams.values()), unavailable=lambda: 0, labelled=lambda names: []).collect()
+        if m.samples and not m.samples[0].labels}
+    assert gauges["seqd_streams_repaired"] == 1 and gauges["seqd_streams_torn_writes"] == 0
+    assert stream.repairs[-1]["lost_symbols_at_least"] >= 0
     again = restore(state)  # the repair is remembered, and a later start serves the stream as repaired
     assert again.streams["bytes"].view.position == stream.view.position and again.streams["bytes"].repairs
 

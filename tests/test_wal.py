@@ -114,8 +114,9 @@ def test_a_flipped_bit_in_the_last_record_is_damage(tmp_path):
     data = bytearray(path.read_bytes())
     data[-3] ^= 0x10
     path.write_bytes(bytes(data))
-    with pytest.raises(wal.LogDamage, match="do not match their checksum"):
+    with pytest.raises(wal.LogDamage, match="do not match their checksum") as caught:
         list(wal.replay(tmp_path, 1, 0))
+    assert caught.value.lost_symbols == 0  # no whole record after it: how much was lost, nothing shows
 
 
 def test_a_huge_length_with_a_valid_checksum_is_damage_when_records_follow(tmp_path):
@@ -227,8 +228,9 @@ def test_damage_before_the_end_is_an_error(tmp_path):
     data = bytearray(path.read_bytes())
     data[16 + 20 + 3] ^= 0xFF  # a payload byte of the first record
     path.write_bytes(bytes(data))
-    with pytest.raises(wal.LogDamage, match="do not match their checksum"):
+    with pytest.raises(wal.LogDamage, match="do not match their checksum") as caught:
         list(wal.replay(tmp_path, 1, 0))
+    assert caught.value.lost_symbols == 30  # the second record, whole, shows the log reached 30
 
 
 @pytest.mark.parametrize("byte", [0, 1, 3, 5, 12])  # in the length, the position, the payload's checksum
