@@ -70,9 +70,8 @@ def prepare_kernels(say, first: bool) -> None:
     finally:
         done.set()
         ticker.join()
-    if not first:
-        return
-    say(f"  compiled in {time.monotonic() - t0:.0f} s.\n")
+    if first:
+        say(f"  compiled in {time.monotonic() - t0:.0f} s.\n")
 
 
 def run(api: str, metrics_url: str | None, stop: threading.Event, *, lines: int = 1000, out=sys.stdout,

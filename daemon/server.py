@@ -51,8 +51,8 @@ from .waiters import Waiters
 log = logging.getLogger("seqd")
 
 BURST = 256  # requests taken per turn of the loop before the logs are synced
-HOUSEKEEPING_SECONDS = 0.25
-PROGRESS_SECONDS = 5.0  # how often a long restore says how far it is  # how often waiters are expired and periodic snapshots are looked for
+HOUSEKEEPING_SECONDS = 0.25  # how often waiters are expired and periodic snapshots are looked for
+PROGRESS_SECONDS = 5.0  # how often a long restore says how far it is
 # pyzmq's flags as plain ints: combining its enum members builds a new Flag object each time, on every reply
 _NOBLOCK, _SNDMORE, _POLLIN = int(zmq.NOBLOCK), int(zmq.SNDMORE), int(zmq.POLLIN)
 

@@ -125,7 +125,7 @@ class StateDirectory:
                 opening[0] += need
             stream = None
             try:
-                stream = Stream.open(path, fsync=fsync, repair=repair, meta=metas[path])
+                stream = Stream.open(path, metas[path], fsync=fsync, repair=repair)
                 with room:
                     fits = budget is None or (kept[0] + opening[0] - need + STREAM_BYTES + stream.learner_bytes
                                               + reserve_for_rest(threads) <= budget)

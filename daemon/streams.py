@@ -449,17 +449,16 @@ class Stream:
             raise
 
     @classmethod
-    def open(cls, directory: Path, *, fsync: bool, max_state_bytes: int | None = None, repair: bool = False,
-             meta: tuple | None = None) -> "Stream":
+    def open(cls, directory: Path, meta: tuple, *, fsync: bool, repair: bool = False) -> "Stream":
         """Restore a stream: its snapshot, then the batches its log holds after it (same bits as before).
 
-        Nothing is trusted: ``stream.json`` (or ``meta``, what :func:`.stream_meta.read` made of it) must hold
-        a model this daemon serves within ``max_state_bytes``; the snapshot's position must be the count of
-        symbols its learner has learned; and the log must reach from there on, whole.  A torn last record is
+        Nothing is trusted: ``meta`` is what :func:`.stream_meta.read` accepted of its ``stream.json`` (a model
+        this daemon serves, within its budget); the snapshot's position must be the count of symbols its
+        learner has learned; and the log must reach from there on, whole.  A torn last record is
         dropped (an INFO line); damage to acknowledged records raises :class:`~.wal.LogDamage`, or with
         ``repair`` is cut off, logged as an ERROR and remembered (:mod:`.repairs`).  Anything else that fails
         is a ValueError or an OSError naming the file."""
-        name, created, config = meta or stream_meta.read(directory, max_state_bytes)
+        name, created, config = meta
         position, code_bits, recent, learner, batches = 0, 0.0, None, None, []  # (no snapshot: a new stream's)
         store = LearnerStore(directory, config, fsync=fsync)  # (and what a crash left of writing it goes)
         if store.snapshot.exists():

@@ -297,7 +297,6 @@ class Replay:
         self.directory, self.itemsize, self.start, self.repair = Path(directory), itemsize, start, repair
         self.torn: str | None = None
         self.repaired: LogDamage | None = None
-        self.end: int | None = None  # the position after the last record read (once iterated)
         # the batch ids of the records read, with their [start, end) positions: the most recent ones
         self.batches: deque[tuple[bytes, int, int]] = deque(maxlen=RECENT_BATCHES)
 
@@ -314,14 +313,13 @@ class Replay:
             last = index == len(segs) - 1
             with open(path, "rb") as f:
                 data = f.read()
-            later = sum(p.stat().st_size for _, p in segs[index + 1:])
             if len(data) < _HEAD.size:
                 if last and index > 0 and segment_header(itemsize).startswith(data.rstrip(b"\0")):
                     continue  # a rotation a crash interrupted: its header never reached the disk
                 # (a folder is made with its first segment, whole, and a rotation writes the new segment's
                 # header before it seals the one before: a lone segment without a header has lost its records)
                 self._damaged(segs, index, 0, expected if expected is not None else seg_start,
-                              "shorter than a segment header", len(data) + later)
+                              "shorter than a segment header")
                 break
             magic, version, size = _HEAD.unpack_from(data)  # (version: of this segment)
             if magic != MAGIC or version not in READ_VERSIONS or size != itemsize:
@@ -341,8 +339,7 @@ class Replay:
                         break  # closed by a rotation; the next segment starts where it ends
                     why = ("sealed, but the segments after it are missing" if last else
                            "records follow its seal")
-                    self._damaged(segs, index, offset, expected, why, len(data) - offset + later)
-                    self.end = expected
+                    self._damaged(segs, index, offset, expected, why)
                     return
                 problem, body, batch = _check_record(data, offset, expected, itemsize, version)
                 if problem is not None:
@@ -351,10 +348,9 @@ class Replay:
                                      f"short by a crash ({problem}); it was never acknowledged, and is dropped")
                         _cut(path, offset)
                     else:
-                        self._damaged(segs, index, offset, expected, problem, len(data) - offset + later)
-                    self.end = expected
+                        self._damaged(segs, index, offset, expected, problem)
                     return
-                symbols = np.frombuffer(body, dtype=_dtype(itemsize), offset=0 if version == 2 else 1 + len(batch))
+                symbols = np.frombuffer(body, dtype=_dtype(itemsize), offset=_prefix(version, len(batch)))
                 end = expected + len(symbols)
                 if batch:
                     self.batches.append((batch, expected, end))
@@ -365,11 +361,11 @@ class Replay:
         if expected is not None and expected < start:
             raise WALError(f"{self.directory}: the log ends at position {expected}, before the snapshot's {start} "
                            "(records or segments are missing)")
-        self.end = expected
 
-    def _damaged(self, segs, index: int, offset: int, position: int, reason: str, lost: int) -> None:
+    def _damaged(self, segs, index: int, offset: int, position: int, reason: str) -> None:
         """Damage in segment ``index`` at ``offset``: raised, or cut off with ``repair``."""
         path = segs[index][1]
+        lost = sum(p.stat().st_size for _, p in segs[index:]) - offset  # that segment's rest, and all later
         damage = LogDamage(path, offset, position, reason, lost, _reached(segs, index, offset, self.itemsize))
         if position < self.start:  # the snapshot needs the log from its position: nothing to repair to
             raise WALError(f"{damage}; the snapshot needs the log from position {self.start}")
@@ -397,8 +393,7 @@ def _reached(segs, index: int, offset: int, itemsize: int) -> int:
         at = offset if k == 0 else _HEAD.size - 1
         while (at := _later_record(data, at)) is not None:
             length, start, _ = _FIELDS.unpack_from(data, at)
-            id_length = data[at + _RECORD.size] if version >= 3 else 0
-            symbols = (length - (1 + id_length if version >= 3 else 0)) // itemsize
+            symbols = (length - _prefix(version, data[at + _RECORD.size])) // itemsize
             reached = max(reached, start + max(symbols, 0))
             at += _RECORD.size + length - 1
     return reached
@@ -407,6 +402,12 @@ def _reached(segs, index: int, offset: int, itemsize: int) -> int:
 def replay(directory: Path, itemsize: int, start: int) -> Iterator[np.ndarray]:
     """The batches of the log from position ``start`` on (:class:`Replay`, without repair)."""
     return iter(Replay(directory, itemsize, start))
+
+
+def _prefix(version: int, id_length: int) -> int:
+    """The bytes of a record's payload before its symbols: the batch id's length and the id (version 3); none in
+    version 2."""
+    return 1 + id_length if version >= 3 else 0
 
 
 def _is_seal(data: bytes, offset: int, expected: int) -> bool:
@@ -428,7 +429,7 @@ def _check_record(data: bytes, offset: int, expected: int, itemsize: int,
         return f"its {length:,} bytes run past the end of the file", b"", b""
     body = data[offset + _RECORD.size: offset + _RECORD.size + length]
     id_length = body[0] if version >= 3 and body else 0
-    symbols = length - (1 + id_length if version >= 3 else 0)
+    symbols = length - _prefix(version, id_length)
     if symbols <= 0 or symbols % itemsize or id_length > MAX_BATCH_ID or pos != expected:
         return f"it does not continue the stream (position {pos}, expected {expected}; {length} bytes)", b"", b""
     if zlib.crc32(body) != crc:
