@@ -89,7 +89,7 @@ REQUIRED_META = ("preset", "config", "block_size")
 
 
 def _refuse_constant(name: str):
-    raise ValueError(f"{name} is not a number a seqd header holds")
+    raise ValueError(f"{name} is not a number seqd writes")
 
 
 def _finite_float(text: str) -> float:
@@ -99,12 +99,18 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def parse_meta(body: bytes) -> dict:
-    """The header's JSON object, strictly: its known keys only, each of its type (a ValueError otherwise)."""
+def strict_json(body: bytes):
+    """JSON that seqd wrote, or a ValueError: no NaN, no infinities (nor numbers that overflow to one), not
+    nested past the parser's depth.  A ``.sqd`` header's and a daemon's ``stream.json`` are read so."""
     try:
-        meta = json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
+        return json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
     except RecursionError:
         raise ValueError("the JSON is nested too deeply") from None
+
+
+def parse_meta(body: bytes) -> dict:
+    """The header's JSON object, strictly: its known keys only, each of its type (a ValueError otherwise)."""
+    meta = strict_json(body)
     if not isinstance(meta, dict):
         raise ValueError("the JSON is not an object")
     unknown = sorted(set(meta) - set(META_KEYS))

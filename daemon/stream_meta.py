@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..clients import protocol as P
 from ..core.learners import MODELS, config_from, model_of, settings_of
+from ..core.limits import strict_json
 from .budget import STREAM_BYTES
 from .learner_store import most_bytes
 from .models import check_served
@@ -50,8 +51,8 @@ def read(directory: Path, max_state_bytes: int | None = None) -> tuple[str, floa
     if len(body) > MAX_BYTES:
         raise BadStreamFile(f"{path}: larger than {MAX_BYTES} bytes, not a stream.json of seqd's")
     try:
-        meta = json.loads(body, parse_constant=_refuse_constant)
-    except (ValueError, RecursionError) as exc:  # (UnicodeDecodeError is a ValueError)
+        meta = strict_json(body)
+    except ValueError as exc:  # (UnicodeDecodeError is a ValueError)
         raise BadStreamFile(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(meta, dict):
         raise BadStreamFile(f"{path}: holds {type(meta).__name__}, not an object")
@@ -107,10 +108,6 @@ def _check_types(kind, settings: dict) -> None:
                 and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
             continue
         raise TypeError(f"setting {key} = {_shown(value)} is not of its type ({declared})")
-
-
-def _refuse_constant(text: str):
-    raise ValueError(f"{text} is not a number seqd writes")
 
 
 def _shown(value) -> str:

@@ -79,7 +79,7 @@ def pristine(tmp_path_factory) -> Path:
     state = tmp_path_factory.mktemp("pristine") / "state"
     image = state.parent / "image"
     with ThreadServer(state) as srv:
-        call = Caller(srv.api)
+        call = Caller(srv.api, timeout=600)  # (the first requests wait while a cold cache compiles)
         for name, preset, config, cap, version in VICTIMS + [(SENTINEL, "ctw", {"depth": 6, "node_bits": 10}, 256, 4)]:
             call.ok("create", stream=name, preset=preset, config=config)
             seed = sum(map(ord, name))
@@ -465,6 +465,13 @@ def test_a_hostile_stream_json_is_refused_before_anything_is_allocated(pristine,
     assert reason in requests.unavailable["bytes"] and "stream.json" in requests.unavailable["bytes"]
     assert fingerprint(requests.streams[SENTINEL]) == expected[SENTINEL]
     assert learners_alive() == before  # (the sentinel is a CTW model; the victim's GLNN was never built)
+
+
+def test_a_number_that_overflows_to_infinity_is_refused(pristine, tmp_path):
+    state = case_dir(pristine, tmp_path, "glnn")
+    path = state / "streams" / "glnn" / "stream.json"
+    path.write_text(path.read_text().replace('"writing_rate": ', '"writing_rate": 1e999, "_": ', 1))
+    assert "out of a float's range" in restore(state).unavailable["glnn"]
 
 
 def test_a_model_larger_than_the_budget_is_refused_by_its_stream_json(pristine, tmp_path):
