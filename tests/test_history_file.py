@@ -11,7 +11,7 @@ import pytest
 
 from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online.snapshot import ring_views
-from seqd.daemon import history_file
+from seqd.daemon import history_file, stream_meta
 from seqd.daemon.history_file import HistoryFile
 from seqd.daemon.streams import Stream
 
@@ -137,7 +137,7 @@ def test_a_byte_stream_keeps_its_history_beside_its_snapshots_and_restores_bit_f
     stream.log.sync()
     stream.store.history.append(stream.store.history.end, [x[:3000].astype(np.uint8)])
     stream.log.close()
-    restored = Stream.open(tmp_path / "s", fsync=False)
+    restored = Stream.open(tmp_path / "s", stream_meta.read(tmp_path / "s"), fsync=False)
     assert restored.store.history.end == 20_000 and restored.view.position == 23_000
     assert np.array_equal(restored.learner.learn(x[3000:6000]), reference.learn(x[3000:6000]))
 
