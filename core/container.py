@@ -25,7 +25,7 @@ import numpy as np
 
 from . import coder
 from .limits import DEFAULT_MEMORY_LIMIT, check_config, check_memory, check_settings, parse_meta
-from .online import OnlineConfig, OnlineLearner
+from .online import OnlineConfig, OnlineLearner, versions
 from .online.codec import decode_symbols, encode_symbols, freq_buffer, max_encoded_bytes
 
 MAGIC = b"\x89SQD\r\n\x1a\n"  # non-ASCII first byte and CR LF / ^Z / LF catch text-mode mangling, as PNG's does
@@ -43,47 +43,10 @@ _END = struct.Struct("<QI")  # total original length, crc32 of the whole origina
 END_KIND = 0xFF
 
 
-# Named model configurations, frozen: a file names its preset and stores only the settings that differ.
-# Changing OnlineConfig.bytes_default() must add a new preset (tests/test_container.py checks it).
-PRESETS = {
-    "bytes-1": {
-        "activation": "tanh", "alphabet_cap": 256, "column_context": True, "context_bits": 16, "context_entries": 16,
-        "context_orders": [1, 2, 3, 4, 6, 8, 12, 16], "context_prior": 10.0, "context_weight": 0.3,
-        "count_limit": 127, "degree": 3, "history_bits": 20, "input_scale": 16.0, "match_bits": 18, "match_min": 6,
-        "max_transition_rate": 1.0, "method": "rbpm", "metric_discount": 0.0009765625, "metric_prior": 1.0,
-        "model": "glnn", "rate_growth": 1.1, "rate_shrink": 0.5, "seed": 0, "transition_rate": None, "units": 4,
-        "window": 16, "word_context": True, "writing_discount": 0.000244140625, "writing_prior": 1.0,
-        "writing_rate": 1.0, "numerics": "libm",  # format 1 had no numerics setting: it used the C library's
-        "selected_weights": False,  # nor the mixer (named here since bytes-3 made it the default)
-        "field_column_context": False, "indirect_context": False,  # nor the field column and indirect sources
-        "field_selected_weights": False,  # nor the mixer's field-selected weights
-        "number_context": False,  # nor the number source
-        "order2_selected_weights": False,  # nor the mixer's order-2-selected weights
-        "field_selecting_fields": 1, "field_selecting_positions": 4,  # the field set's rows of bytes-5 to bytes-7
-        "unit_selected_weights": False, "probability_maps": False,  # nor the unit set and the probability maps
-        "transition_prior": False,  # nor the pull of the metric prior on the units' transition weights
-        "writing_evidence_floor": 1.0,  # its writing sums were discounted by the clock
-        "credit_horizon": 0,  # nor credit beyond the window for its units' transitions
-        "close_escape": False,  # the escape kept its share until the window that filled the alphabet ended
-        "table_growth": False,  # its tables had their full size from the start, with seqd 0.16's slots and tags
-    },
-}
-PRESETS["bytes-2"] = {**PRESETS["bytes-1"], "numerics": "ieee"}  # bytes-1 with seqd's own exp/log/tanh
-PRESETS["bytes-3"] = {**PRESETS["bytes-2"], "selected_weights": True, "selected_prior": 100.0,  # bytes-2, mixed
-                      "selected_step": "diagonal", "selected_rate": 1.0, "selected_discount": 0.000244140625}
-PRESETS["bytes-4"] = {**PRESETS["bytes-3"], "field_column_context": True, "indirect_context": True,  # two sources
-                      "context_orders": [1, 2, 3, 4, 6, 12, 16]}  # more, one order fewer
-PRESETS["bytes-5"] = {**PRESETS["bytes-4"], "field_selected_weights": True}  # bytes-4, the field-selected weights
-PRESETS["bytes-6"] = {**PRESETS["bytes-5"], "number_context": True}  # bytes-5, the number source
-PRESETS["bytes-7"] = {**PRESETS["bytes-6"], "order2_selected_weights": True}  # bytes-6, the order-2-selected weights
-PRESETS["bytes-8"] = {**PRESETS["bytes-7"], "field_selecting_fields": 16,  # bytes-7, the field set's rows by field
-                      "field_selecting_positions": 8}  # (0-14, then the rest) and position in it (0-6, then the rest)
-PRESETS["bytes-9"] = {**PRESETS["bytes-8"], "unit_selected_weights": True,  # bytes-8, the unit-selected weights
-                      "probability_maps": True}  # and the probability maps
-PRESETS["bytes-10"] = {**PRESETS["bytes-9"], "close_escape": True}  # bytes-9, the escape closed when the alphabet fills
-PRESETS["bytes-11"] = {**PRESETS["bytes-10"], "history_bits": 26, "match_bits": 22,  # bytes-10 with 64 MiB of history
-                       "context_bits": 18, "table_growth": True}  # and tables that grow, up to 2^18 slots a source
-PRESET = "bytes-11"
+# Named model configurations, frozen: a file names its preset and stores only the settings that differ.  The
+# byte model's versions are one table (online/versions.py); changing OnlineConfig.bytes_default() adds a row
+# there (tests/test_container.py checks it).
+PRESETS, PRESET = versions.PRESETS, versions.PRESET
 
 
 class FormatError(ValueError):

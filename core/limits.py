@@ -72,6 +72,7 @@ FLOAT_BOUNDS = {
     "selected_prior": (2.0 ** -20, 2.0 ** 20),
     "selected_rate": (2.0 ** -20, 2.0 ** 4),
     "selected_discount": (2.0 ** -30, 0.5),
+    "context_step_floor": (0.0, 0.125),
 }
 CHOICES = {
     "model": ("glnn", "gnn"),

@@ -16,21 +16,13 @@ import dataclasses
 
 from ..core.learners import MODELS, PRESETS, model_of, settings_of, work_per_symbol
 from ..core.online import OnlineConfig
+from ..core.online.versions import earlier_byte_models
 
 
 # Earlier versions of a preset, for streams an older seqd created with it: such a stream keeps its model, and
-# a create with exist_ok that names the preset still finds it.  What each earlier "bytes" had instead of today's:
-_BYTES_0_16 = dict(history_bits=20, match_bits=18, context_bits=16, table_growth=False)
-_BYTES_0_12 = dict(_BYTES_0_16, close_escape=False)
-_BYTES_0_8 = dict(_BYTES_0_12, unit_selected_weights=False, probability_maps=False)
-_BYTES_0_7 = dict(_BYTES_0_8, field_selecting_fields=1, field_selecting_positions=4)
-_BYTES_0_6 = dict(_BYTES_0_7, order2_selected_weights=False)
-_BYTES_0_5 = dict(_BYTES_0_6, number_context=False)
-_BYTES_0_4 = dict(_BYTES_0_5, field_selected_weights=False)
-_BYTES_0_3 = dict(_BYTES_0_4, context_orders=(1, 2, 3, 4, 6, 8, 12, 16), field_column_context=False,
-                  indirect_context=False)
-_BYTES_0_2 = dict(_BYTES_0_3, selected_weights=False)  # and no mixer
-# ... and what "glnn" had before seqd 0.13: the escape's share kept until the window that filled the alphabet ended;
+# a create with exist_ok that names the preset still finds it.  The byte model's come from its table of versions
+# (core/online/versions.py), each as the settings it had instead of today's.
+# What "glnn" had before seqd 0.13: the escape's share kept until the window that filled the alphabet ended;
 # before seqd 0.12, also no credit beyond the window; before seqd 0.11, also the prior's mass on tau without its
 # pull, the writing sums by the clock, the transition rate starting at 1/N
 _GLNN_0_12 = dict(close_escape=False)
@@ -46,8 +38,7 @@ def _earlier(make, *befores):
     return tuple(builder(b) for b in befores)
 
 
-EARLIER = {"bytes": _earlier(OnlineConfig.bytes_default, _BYTES_0_16, _BYTES_0_12, _BYTES_0_8, _BYTES_0_7, _BYTES_0_6, _BYTES_0_5,
-                             _BYTES_0_4, _BYTES_0_3, _BYTES_0_2),
+EARLIER = {"bytes": _earlier(OnlineConfig.bytes_default, *earlier_byte_models()),
            "glnn": _earlier(OnlineConfig, _GLNN_0_12, _GLNN_0_11, _GLNN_0_10)}
 
 

@@ -113,6 +113,12 @@ REGISTRY: list[Entry] = [
                                                       **TABLES, field_column_context=True, selected_weights=True,
                                                       field_selected_weights=True, order2_selected_weights=True,
                                                       unit_selected_weights=True, probability_maps=True)),
+    # the context weights of a voted symbol predicted at almost nothing left as they are (bytes-12's, with a floor
+    # a short stream reaches)
+    Entry("context-step-floor", lambda: OnlineConfig(units=3, degree=2, alphabet_cap=256, window=5, **SOURCES,
+                                                     **TABLES, field_column_context=True, selected_weights=True,
+                                                     field_selected_weights=True, unit_selected_weights=True,
+                                                     probability_maps=True, context_step_floor=0.01)),
     Entry("maps", lambda: OnlineConfig(units=2, degree=1, alphabet_cap=64, window=5, probability_maps=True)),
     Entry("number", lambda: OnlineConfig(units=2, degree=1, alphabet_cap=256, window=5, **SOURCES, **TABLES,
                                          number_context=True, selected_weights=True)),

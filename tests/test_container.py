@@ -258,7 +258,9 @@ def test_a_file_with_seqd_0_3s_field_column_is_refused_and_a_newer_preset_asks_f
     for preset in ("bytes-2", "bytes-3"):
         with pytest.raises(FormatError, match="field column of seqd 0.3.*decompress it with seqd 0.3"):
             container.read_header(io.BytesIO(_header_naming(preset, {"field_column_context": True})))
-    before_11 = dict(history_bits=20, match_bits=18, context_bits=16, table_growth=False)  # fixed tables before bytes-11
+    before_12 = dict(context_step_floor=0.0)  # every voted symbol's context weights stepped before bytes-12
+    before_11 = dict(before_12, history_bits=20, match_bits=18, context_bits=16,  # fixed tables before bytes-11
+                     table_growth=False)
     before_10 = dict(before_11, close_escape=False)  # the escape kept until the window ended before bytes-10
     before_9 = dict(before_10, unit_selected_weights=False, probability_maps=False)  # no unit set, no maps before bytes-9
     rows_0_7 = dict(before_9, field_selecting_fields=1, field_selecting_positions=4)  # the field set's rows before bytes-8
@@ -279,6 +281,8 @@ def test_a_file_with_seqd_0_3s_field_column_is_refused_and_a_newer_preset_asks_f
         == OnlineConfig.bytes_default(**before_10)
     assert container.read_header(io.BytesIO(_header_naming("bytes-10", {}))).config \
         == OnlineConfig.bytes_default(**before_11)
+    assert container.read_header(io.BytesIO(_header_naming("bytes-11", {}))).config \
+        == OnlineConfig.bytes_default(**before_12)
     with pytest.raises(FormatError, match="newer than this seqd knows: upgrade seqd"):
         container.read_header(io.BytesIO(_header_naming("bytes-99", {})))
 

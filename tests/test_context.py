@@ -717,11 +717,14 @@ def _random_votes(st, rng, listed, width):
     return rng.uniform(0.01, 0.25, width), rng.uniform(-1.0, 1.0, width)
 
 
+@pytest.mark.parametrize("floor", [0.0, 0.1], ids=["every-voted-symbol", "context_step_floor"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_context_writing_update_matches_a_dense_inverse(seed):
+def test_context_writing_update_matches_a_dense_inverse(seed, floor):
+    """Every voted symbol's block against a dense inverse; with ``context_step_floor``, a voted symbol other than
+    the target whose curvature is below it is left untouched, and the target steps however small its curvature."""
     cfg = OnlineConfig(units=2, degree=1, alphabet_cap=12, context_orders=(1, 2), word_context=True, match_min=3,
                        context_bits=10, history_bits=10, match_bits=10, writing_discount=1 / 64,
-                       context_prior=3.0, context_weight=0.25)
+                       context_prior=3.0, context_weight=0.25, context_step_floor=floor)
     hyper = cfg.hyper()
     S, width = len(cfg.sources), 10
     rng = np.random.default_rng(seed)
@@ -738,12 +741,17 @@ def test_context_writing_update_matches_a_dense_inverse(seed):
     # codes 2, 5, 6 get votes from several sources (listed in any order), code 8 from the match alone
     listed = [(0, 5), (2, 2), (1, 5), (3, 8), (0, 2), (2, 6), (1, 6), (0, 6), (3, 5)]
     curv, err = _random_votes(st, rng, listed, width)
+    target = 6
+    curv[target], curv[2] = 0.05, 0.05  # below the floor: the target steps, code 2 does not (with the floor)
     before = {name: np.array(getattr(st, name), copy=True) for name in ("ctx_P", "ctx_w", "ctx_updates")}
     err_after, curv_after = err.copy(), curv.copy()
-    with_state(context_writing_update, st, int(st.counts[SYMBOLS]), st.reals[ETA_W], hyper, curv_after, err_after)
+    with_state(context_writing_update, st, int(st.counts[SYMBOLS]), st.reals[ETA_W], hyper, curv_after, err_after,
+               target)
     voted = sorted({y for _, y in listed})
+    stepped = [y for y in voted if y == target or curv[y] >= floor]
+    assert (floor == 0.0) == (stepped == voted) and target in stepped
     for y in range(width):
-        if y not in voted:  # untouched
+        if y not in stepped:  # untouched
             assert np.array_equal(st.ctx_P[y], before["ctx_P"][y]) and np.array_equal(st.ctx_w[:, y], before["ctx_w"][:, y])
             assert err_after[y] == err[y] and st.ctx_updates[y] == before["ctx_updates"][y]
             continue

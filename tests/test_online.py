@@ -752,6 +752,21 @@ def test_a_snapshot_without_close_escape_is_a_learner_of_seqd_0_12_and_continues
                               OnlineLearner(cfg).learn(x))
 
 
+def test_a_snapshot_without_context_step_floor_is_a_learner_of_seqd_0_18_and_continues_exactly():
+    """seqd 0.18 wrote no ``context_step_floor``: every symbol its context units voted for stepped its context
+    weights, and a byte-model snapshot it wrote restores as such, not with today's floor."""
+    cfg = OnlineConfig.bytes_default(context_bits=10, history_bits=12, match_bits=10, context_step_floor=0.0)
+    x = np.frombuffer(b"".join(b"%05d GET /item/%d 200 OK\n" % (i, i % 7) for i in range(120)), dtype=np.uint8)
+    learner = OnlineLearner(cfg)
+    learner.learn(x[:1500])
+    restored = OnlineLearner.from_bytes(_snapshot_built_here(learner, snapshot.FORMAT_VERSION, (),
+                                                             ("context_step_floor",)))
+    assert restored.config == cfg
+    assert np.array_equal(restored.learn(x[1500:]), learner.learn(x[1500:]))
+    assert not np.array_equal(OnlineLearner(dataclasses.replace(cfg, context_step_floor=1e-5)).learn(x),
+                              OnlineLearner(cfg).learn(x))
+
+
 def test_a_snapshot_without_the_credit_beyond_the_window_is_a_learner_of_seqd_0_11_and_continues_exactly():
     """seqd 0.11 wrote no ``credit_horizon`` and no sensitivities (format 8): its learners credited the window
     alone, and a snapshot it wrote restores as such, not with today's default horizon; a format-8 snapshot

@@ -54,7 +54,7 @@ def test_writing_step_is_the_dense_discounted_newton_step(entry):
     learner = entry.make()
     config, hyper, flags = learner.config, learner.config.hyper(), learner.config.flags()
     x = contract.stream(entry, 600)
-    checked = {"new symbol": 0, "escape retired": 0, "context votes": 0}
+    checked = {"new symbol": 0, "escape retired": 0, "context votes": 0, "blocks left": 0}
     done = 0
     for start in (0, 2 * config.window + 3, len(x) - 3):
         if start > done:
@@ -85,6 +85,9 @@ def test_writing_step_is_the_dense_discounted_newton_step(entry):
                     fsel_h[q], fsel_w[q] = out[4 + 2 * j:6 + 2 * j]
             ctx_w, ctx_P = st.ctx_w.copy(), st.ctx_P.copy()
             for y in voted:  # the context weights step first, and leave the network the rest of the error
+                if y != target and pi[y] * (1.0 - pi[y]) < config.context_step_floor:
+                    checked["blocks left"] += 1
+                    continue  # a negligible step: the block stays as it is
                 ctx_P[y], _, ctx_w[:, y], err[y] = naive.context_block_update(
                     st.ctx_P[y], st.feat[:, y], pi[y] * (1.0 - pi[y]), err[y], st.ctx_w[:, y],
                     config.writing_discount, config.context_prior, config.context_weight, eta, st.ctx_updates[y])
@@ -111,6 +114,8 @@ def test_writing_step_is_the_dense_discounted_newton_step(entry):
     assert checked["new symbol"] > 0, checked
     assert checked["escape retired"] > 0 or config.alphabet_cap > 16, checked
     assert checked["context votes"] > 0 or not config.sources, checked
+    # the floor's own entry leaves blocks in these few symbols (the byte preset's 10^-5 needs a longer stream)
+    assert checked["blocks left"] > 0 or entry.name != "context-step-floor", checked
 
 
 # -- 2. a new symbol's transition weights --------------------------------------------------------------

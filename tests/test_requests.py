@@ -204,7 +204,8 @@ def test_streams_being_created_count_against_the_memory_budget(tmp_path):
         daemon.close()
 
 
-BYTES_0_16 = {"history_bits": 20, "match_bits": 18, "context_bits": 16, "table_growth": False}
+BYTES_0_18 = {"context_step_floor": 0.0}
+BYTES_0_16 = {**BYTES_0_18, "history_bits": 20, "match_bits": 18, "context_bits": 16, "table_growth": False}
 BYTES_0_12 = {**BYTES_0_16, "close_escape": False}
 BYTES_0_8 = {**BYTES_0_12, "unit_selected_weights": False, "probability_maps": False}
 BYTES_0_7 = {**BYTES_0_8, "field_selecting_fields": 1, "field_selecting_positions": 4}
@@ -218,12 +219,13 @@ BYTES_0_3 = {**BYTES_0_4, "context_orders": [1, 2, 3, 4, 6, 8, 12, 16], "field_c
 @pytest.mark.parametrize("version, before", [("0.2", {**BYTES_0_3, "selected_weights": False}), ("0.3", BYTES_0_3),
                                              ("0.4", BYTES_0_4), ("0.5", BYTES_0_5), ("0.6", BYTES_0_6),
                                              ("0.7", BYTES_0_7), ("0.8", BYTES_0_8), ("0.12", BYTES_0_12),
-                                             ("0.16", BYTES_0_16)])
+                                             ("0.16", BYTES_0_16), ("0.18", BYTES_0_18)])
 def test_exist_ok_finds_a_stream_an_earlier_seqd_made_with_the_preset(daemon, version, before):
     """A stream created by seqd 0.2 (no mixer), 0.3 (no field column or indirect source, order 8), 0.4 (no
     field-selected weights), 0.5 (no number source), 0.6 (no order-2-selected weights), 0.7 (the field set's
     32 rows), 0.8 (no unit-selected weights, no probability maps), 0.12 (the escape kept until the window
-    ends) or 0.16 (tables of a fixed size, 1 MiB of history) with the "bytes" preset is that preset's stream,
+    ends), 0.16 (tables of a fixed size, 1 MiB of history) or 0.18 (every voted symbol's context weights
+    stepped) with the "bytes" preset is that preset's stream,
     as it was made."""
     made = {**before, **SMALL_BYTES}  # the model that seqd made for "bytes" with these settings
     daemon.create("old", made)

@@ -23,6 +23,7 @@ from ..kernels.elementary import NUMERICS
 from ..model import ACTIVATIONS
 from .context import COLUMN, FIELD_COLUMN, FIELD_SLOTS, INDIRECT, MATCH, NUMBER, ORDER, WORD
 from .selecting import UNIT_SELECTING_UNITS
+from .versions import UNWRITTEN
 
 # the mixer's steps (writing.selected_writing_update): a diagonal outer-product metric per weight, one full
 # outer-product block per number of sources found (Sherman-Morrison), or no metric (a plain gradient step)
@@ -46,6 +47,7 @@ HYPER = (
     "selected_discount",
     "writing_evidence_floor",
     "credit_decay",
+    "context_step_floor",
 )
 # the integer settings the kernels read, in their order in ``OnlineConfig.flags()``
 FLAGS = (
@@ -76,11 +78,6 @@ def positions(name: str, names: tuple[str, ...]):
     """A named tuple whose field ``n`` is the position of ``n`` in ``names``."""
     return namedtuple(name, names)(*range(len(names)))
 
-
-# settings an earlier seqd did not write, and what it did instead: a snapshot, stream.json or header without
-# one of them means this value (``OnlineConfig.from_settings``)
-UNWRITTEN = {"transition_prior": False, "writing_evidence_floor": 1.0, "credit_horizon": 0, "close_escape": False,
-             "table_growth": False}
 
 MAX_CREDIT_HORIZON = 60  # 1 - 2^-60 rounds to 1: sensitivities that never decay
 
@@ -147,6 +144,10 @@ class OnlineConfig:
     table_growth: bool = False
     context_weight: float = 0.3  # initial context weight, and the centre of its prior
     context_prior: float = 10.0  # prior mass kept in the context weights' metric (lambda_w for them)
+    # a voted symbol that did not come, with curvature pi_y (1 - pi_y) below this, keeps its context weights and
+    # their metric block as they are (writing.context_writing_update): its step and its contribution to the metric
+    # are both of the order of pi_y; 0: every voted symbol steps (seqd 0.18 and earlier)
+    context_step_floor: float = 0.0
     # the mixer (context.py): context weights shared across symbols, one per source and selecting context
     selected_weights: bool = False  # off: each (source, symbol) weight alone; always off without context units
     selected_prior: float = 100.0  # prior mass kept in their metric (lambda for them), centred on 0
@@ -175,14 +176,16 @@ class OnlineConfig:
                         metric_prior=1.0, transition_prior=False,  # its 4 units as seqd 0.10 had them (bytes-9)
                         writing_evidence_floor=1.0, transition_rate=None, credit_horizon=0,
                         # lifelong memory (seqd 0.17): 64 MiB of history, tables that grow up to 2^18 slots
-                        history_bits=26, match_bits=22, context_bits=18, table_growth=True)
+                        history_bits=26, match_bits=22, context_bits=18, table_growth=True,
+                        context_step_floor=1e-5)  # seqd 0.19: the context weights of a symbol given ~0 stay
+        # (the byte model's versions: versions.py; changing this adds a row there)
         settings.update(overrides)
         return cls(**settings)
 
     @classmethod
     def from_settings(cls, settings: dict) -> "OnlineConfig":
         """The configuration stored ``settings`` name; one an earlier seqd did not write takes the value that
-        seqd used (:data:`UNWRITTEN`), so a stream or file it made keeps its model."""
+        seqd used (``versions.UNWRITTEN``), so a stream or file it made keeps its model."""
         return cls(**{**UNWRITTEN, **settings})
 
     def __post_init__(self):
@@ -207,6 +210,8 @@ class OnlineConfig:
             raise ValueError(f"match_min must be in [0, 64] (0: no match model), got {self.match_min}")
         if not (math.isfinite(self.context_prior) and self.context_prior > 0.0):
             raise ValueError(f"context_prior must be finite and > 0, got {self.context_prior}")
+        if not 0.0 <= self.context_step_floor < 0.25:  # 1/4 is the largest curvature: every block would be skipped
+            raise ValueError(f"context_step_floor must be in [0, 0.25), got {self.context_step_floor}")
         if not math.isfinite(self.context_weight):
             raise ValueError(f"context_weight must be finite, got {self.context_weight}")
         if self.selected_weights and not self.sources:  # nothing to mix: the model is the one without a mixer

@@ -38,7 +38,7 @@ def writing_step(w, h0, hd, scratch, sel_w, sel_row, sel_h, sel_P, sel_updates, 
                                 ctx_int, ctx_work, hyper, flags, curv, err)
     if ctx_w.shape[0] > 0:
         context_writing_update(ctx_w, ctx_P, ctx_updates, ctx_updated, feat, feat_nz, ctx_int, ctx_work, symbols,
-                               eta, hyper, curv, err)
+                               eta, hyper, curv, err, target)
     writing_update(w, h0, hd, scratch, eta, hyper[H.writing_discount], hyper[H.writing_prior],
                    hyper[H.writing_evidence_floor], a_t, first, width)
 
@@ -130,7 +130,7 @@ def writing_update(w, h0, hd, scratch, eta, discount, prior_mass, floor, a_t, fi
 
 @kernel
 def context_writing_update(ctx_w, ctx_P, ctx_updates, ctx_updated, feat, feat_nz, ctx_int, ctx_work, symbols, eta,
-                           hyper, curv, err):
+                           hyper, curv, err, target):
     """Newton step on the context weights of every symbol a context unit voted for.
 
     Symbol y's context weights c_.y form one block with the full discounted
@@ -142,9 +142,17 @@ def context_writing_update(ctx_w, ctx_P, ctx_updates, ctx_updated, feat, feat_nz
     symbols), and independent coordinate steps would add up to several times
     the Newton step.  A symbol no context voted for keeps its block untouched,
     as a transition block is only discounted when it receives a contribution.
+
+    Nor does a voted symbol other than ``target`` whose curvature c_y is
+    below ``context_step_floor``: its gradient e_y x(y) = -pi_y x(y) and its
+    metric term c_y x(y) x(y)^T are both of the order of pi_y, and most of
+    the symbols a log's contexts vote for are predicted at well under 10^-3
+    (docs/benchmarks.md, "Three times the throughput").  The symbol that came
+    always steps, however improbable it was: its error is 1 - pi_y.
     """
     S = ctx_w.shape[0]
     g = hyper[H.writing_discount]
+    floor = hyper[H.context_step_floor]
     prior = hyper[H.context_prior]
     centre = hyper[H.context_weight]
     x = ctx_work[0, :S]
@@ -154,6 +162,8 @@ def context_writing_update(ctx_w, ctx_P, ctx_updates, ctx_updated, feat, feat_nz
     for q in range(ctx_int[NNZ]):
         y = feat_nz[q, 1]
         if ctx_updated[y] == symbols + 1:  # this symbol's block is done already
+            continue
+        if curv[y] < floor and y != target:  # a negligible step: the block is left as it is
             continue
         ctx_updated[y] = symbols + 1
         for s in range(S):
