@@ -2,6 +2,7 @@
 
     python bench/load.py                 # writes its table into docs/benchmarks.md
     python bench/load.py --no-write --bytes 50000
+    python bench/load.py --capacity      # one busy stream against two on the daemon: aggregate learning rate
 
 ``seqd serve`` runs as its own process, with its defaults (one learning
 thread per core, every batch fsync'ed before it is acknowledged).  Eight
@@ -333,6 +334,50 @@ def _cpu_account(run: dict, ref_cpu: float, cores: int) -> str:
             f"the machine {rest:.2f} s; idle {idle:.2f} s; stolen by the hypervisor {run['stolen']:.2f} s.")
 
 
+def capacity(args) -> str:
+    """One busy stream, then two, on the daemon and in process: does a second core double the learning?
+
+    Both streams carry the same log (the first of ``../shared/data/logs``, its first ``--bytes`` bytes), so
+    the two runs learn the same symbols per stream; each round runs one stream, then two, on the daemon
+    (``seqd serve`` defaults: one learning thread per core) and in process (one thread per stream).  The
+    querying client asks ``--qps`` predictions a second, as in the load test.
+    """
+    files = log_files()
+    if not files:
+        return "No logs: ../shared/data/logs is absent here."
+    data = files[0].read_bytes()[:args.bytes]
+    one, two = {"a": data}, {"a": data, "b": data}
+    rows = []
+    for k in range(args.repeat):
+        print(f"round {k + 1}/{args.repeat}: 1 stream, then 2, in process and on the daemon ...", file=sys.stderr)
+        ref1, _ = in_process(one, args.batch, 1)
+        ref2, _ = in_process(two, args.batch, 2)
+        run1 = daemon_run(one, args.batch, args.timeout, args.qps, args.fsync, args.config)
+        run2 = daemon_run(two, args.batch, args.timeout, args.qps, args.fsync, args.config)
+        rows.append({"in1": len(data) / ref1, "in2": 2 * len(data) / ref2, "d1": run1["rate"], "d2": run2["rate"]})
+    scale = lambda r, a, b: r[b] / r[a]  # noqa: E731
+    order = np.argsort([scale(r, "d1", "d2") for r in rows])
+    med = rows[int(order[len(order) // 2])]
+    return "\n".join([
+        f"Command: `{command_line('load.py')}`  ",
+        f"Machine: {machine()}",
+        "",
+        f"The first {len(data):,} bytes of {files[0].name} as one stream, then as two streams at once; batches of "
+        f"{args.batch} symbols, the default byte model, `seqd serve` defaults ({os.cpu_count()} learning threads, "
+        f"fsync {'on' if args.fsync else 'off'}), a querier at {args.qps:g} predictions a second; wall clock.",
+        "",
+        "| | 1 stream (symbols/s) | 2 streams (symbols/s, together) | 2 over 1 |",
+        "|---|---:|---:|---:|",
+        f"| in process, a thread per stream | {med['in1']:,.0f} | {med['in2']:,.0f} | "
+        f"{scale(med, 'in1', 'in2'):.2f}× |",
+        f"| daemon | {med['d1']:,.0f} | {med['d2']:,.0f} | **{scale(med, 'd1', 'd2'):.2f}×** |",
+        "",
+        f"The median of {args.repeat} rounds (by the daemon's ratio) is shown; the daemon's ratio in each round: "
+        + ", ".join(f"{scale(r, 'd1', 'd2'):.2f}×" for r in rows) + "; in process: "
+        + ", ".join(f"{scale(r, 'in1', 'in2'):.2f}×" for r in rows) + ".",
+    ])
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bytes", type=int, default=150_000, help="bytes of each log to publish (default 150000)")
@@ -350,7 +395,12 @@ def main(argv=None) -> int:
                              "ratio any loopback ZeroMQ server could reach on this machine)")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    parser.add_argument("--capacity", action="store_true",
+                        help="instead: one busy stream against two, on the daemon and in process (capacity)")
     args = parser.parse_args(argv)
+    if args.capacity:
+        report("daemon_capacity", capacity(args), not args.no_write)
+        return 0
     files = log_files()[:PUBLISHERS]
     if len(files) < PUBLISHERS:
         print(f"bench/load.py: needs {PUBLISHERS} logs in ../shared/data/logs, found {len(files)}", file=sys.stderr)

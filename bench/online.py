@@ -377,13 +377,13 @@ def _sources_driver():
                      flags[F.field_selecting_positions], flags[F.order2_selected_weights], flags[F.unit_set_units],
                      unit_centre(flags[F.activation_code]))
             features(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
-                     st.ctx_want, st.ctx_cnt, st.ctx_sym, st.order0, st.acc, st.acc_list, st.acc_mark, st.match_stats,
+                     st.ctx_want, st.grown, st.ctx_cnt, st.ctx_sym, st.order0, st.acc, st.acc_list, st.acc_mark, st.match_stats,
                      st.number_int, st.number_digits, st.number_stats, st.code_of, st.numerics, st.feat, st.feat_nz,
                      st.ctx_w, st.sel_w, st.sel_row, st.fsel_w, st.fsel_row, flags[F.alphabet_cap],
                      flags[F.context_bits], st.offset[0], width)
             clear_features(st.ctx_int, st.feat, st.feat_nz)
             observe(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
-                    st.ctx_want, st.ctx_cnt, st.ctx_sym, st.order0, st.match_stats, st.match_table, st.number_int,
+                    st.ctx_want, st.grown, st.ctx_cnt, st.ctx_sym, st.order0, st.match_stats, st.match_table, st.number_int,
                     st.number_digits, st.number_table, st.number_stats, symbols[t], flags[F.count_limit],
                     flags[F.match_min])
 

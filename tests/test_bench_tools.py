@@ -1,0 +1,46 @@
+"""The benchmark tools that read rather than measure: the summary's table reader and the profile's symbol names."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def _load(name: str):
+    """A bench script as a module of its own name (bench/profile.py must not stand for the standard library's)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+kernel_profile = _load("profile")
+summary = _load("summary")
+
+
+def test_tables_read_bold_cells_and_number_repeated_headers():
+    block = "text\n\n| model | **a** | paper | b | paper |\n|---|---:|---:|---:|---:|\n| x | **1.5** | 2 | 3 | 4 |\n"
+    (rows,) = summary.tables(block)
+    assert rows == [{"model": "x", "a": "1.5", "paper": "2", "b": "3", "paper 2": "4"}]
+
+
+def test_a_missing_section_is_named_missing_not_guessed():
+    text = "# Benchmarks\n\n<!-- BEGIN summary -->\n<!-- END summary -->\n"
+    out = summary.summary(text)
+    for name in ("online_logs", "speed_vs_0_16", "compress_logs", "paper_whole"):
+        assert f"no `{name}` section yet" in out
+
+
+def test_the_summary_quotes_the_sections_it_reads():
+    text = ("<!-- BEGIN speed_vs_0_16 -->\n| command | new / 0.16 (median) |\n|---|---:|\n| `seqd eval X` | 0.733 |\n"
+            "seqd 0.19's compress takes 29.9 times xz -9e's CPU time here.\n<!-- END speed_vs_0_16 -->\n")
+    out = summary.summary(text)
+    assert "`seqd eval X` 0.733" in out and "29.9 times `xz -9e`" in out
+
+
+def test_kernel_names_come_from_numbas_mangled_symbols():
+    symbol = "_ZN4seqd4core6online7context8featuresB3v38B52c8tJTIeFIjxB2IKSgI4CrvSCKg1MMbCQQPKkLTj8QGEPTzVgbZoAE5ArrayIx"
+    assert kernel_profile._kernel_name(symbol) == "online.context.features"
+    assert kernel_profile._kernel_name("_PyEval_EvalFrameDefault") is None
