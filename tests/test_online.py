@@ -752,6 +752,26 @@ def test_a_snapshot_without_close_escape_is_a_learner_of_seqd_0_12_and_continues
                               OnlineLearner(cfg).learn(x))
 
 
+def test_a_snapshot_whose_table_size_is_damaged_is_refused_before_its_tables_are_read():
+    """A growing table's size (``grown``) says how much of each table a snapshot holds: a damaged one is
+    refused as soon as it is read, before the checksum, not used to size a read (a MemoryError, found by the
+    hostile-state suite)."""
+    from seqd.core.online.growth import BITS
+
+    learner = OnlineLearner(OnlineConfig.bytes_default(context_bits=12, history_bits=12, match_bits=12))
+    learner.learn(b"".join(b"%05d GET /item/%d 200\n" % (i, i % 5) for i in range(40)))
+    parts = [bytes(p) for p in learner.snapshot_parts()]
+    k = 1 + OnlineState._fields.index("grown")  # the arrays before it are stored whole, one part each
+    grown = np.frombuffer(parts[k], dtype="<i8").reshape(-1, 2).copy()
+    assert grown.shape == learner.state.grown.shape
+    for row, bits in ((0, 1 << 40), (0, 1), (-1, 63)):
+        damaged = grown.copy()
+        damaged[row, BITS] = bits
+        data = b"".join(parts[:k] + [damaged.astype("<i8").tobytes()] + parts[k + 1:])
+        with pytest.raises(ValueError, match="table's size is out of range"):
+            OnlineLearner.from_bytes(data)
+
+
 def test_a_snapshot_without_context_step_floor_is_a_learner_of_seqd_0_18_and_continues_exactly():
     """seqd 0.18 wrote no ``context_step_floor``: every symbol its context units voted for stepped its context
     weights, and a byte-model snapshot it wrote restores as such, not with today's floor."""

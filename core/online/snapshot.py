@@ -215,6 +215,8 @@ def from_stream(read_into, read, limit: int | None = None, history: HistoryReade
             if out.size and int(out.max()) > np.iinfo(np.uint8).max:
                 raise _inconsistent(f"the history holds symbol {int(out.max())}, outside the alphabet")
             out = out.astype(np.uint8)
+        if name == "grown" and out.size:  # the tables after it are read as far as these sizes say: not beyond
+            _check_table_sizes(config, out)
         arrays[name] = out
     tail = read(5)
     if len(tail) != 4:
@@ -399,18 +401,26 @@ def _check_context(config: OnlineConfig, state: OnlineState) -> None:
         raise _inconsistent("the indirect source's table holds a symbol the learner has never seen")
 
 
-def _check_growth(config: OnlineConfig, state: OnlineState) -> None:
-    """Tables that grow (``growth.py``): each size between the first and the largest, each count of slots taken
-    the slots that hold something, and nothing past a table's size."""
-    grown, tag = state.grown, state.ctx_tag
-    if grown.shape != (tag.shape[0] + 1, 2):
-        raise _inconsistent("the tables' sizes are not one per table")
+def _check_table_sizes(config: OnlineConfig, grown: np.ndarray) -> None:
+    """Each growing table's size between its first and its largest (``grown``'s last row is the match table's).
+    Checked as soon as ``grown`` is read, before its sizes say how much of each table to read, and before the
+    checksum is: a damaged size must be refused, not allocated."""
     first, most = initial_bits(config.context_bits), config.context_bits
     bits = grown[:, BITS]
     if bits[:-1].size and (bits[:-1].min() < first or bits[:-1].max() > most):
         raise _inconsistent("a context table's size is out of range")
     if not initial_bits(config.match_bits) <= bits[-1] <= config.match_bits:
         raise _inconsistent("the match table's size is out of range")
+
+
+def _check_growth(config: OnlineConfig, state: OnlineState) -> None:
+    """Tables that grow (``growth.py``): each size between the first and the largest, each count of slots taken
+    the slots that hold something, and nothing past a table's size."""
+    grown, tag = state.grown, state.ctx_tag
+    if grown.shape != (tag.shape[0] + 1, 2):
+        raise _inconsistent("the tables' sizes are not one per table")
+    _check_table_sizes(config, grown)
+    bits = grown[:, BITS]
     used = 1 << int(bits[:-1].max(initial=0))
     for s in range(tag.shape[0]):
         size = 1 << int(bits[s])
