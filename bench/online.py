@@ -365,7 +365,8 @@ def _sources_driver():
     """A Numba loop that runs the context sources alone: find and read each context, then count the symbol."""
     from seqd.core.jit import kernel
     from seqd.core.online.config import F
-    from seqd.core.online.context import clear_features, features, observe
+    from seqd.core.online.context import POS, clear_features, features, observe
+    from seqd.core.online.growth import grow_tables
     from seqd.core.online.selecting import set_rows, unit_centre
     from seqd.core.online.state import ACTIVE
 
@@ -377,15 +378,18 @@ def _sources_driver():
                      flags[F.field_selecting_positions], flags[F.order2_selected_weights], flags[F.unit_set_units],
                      unit_centre(flags[F.activation_code]))
             features(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
-                     st.ctx_want, st.grown, st.ctx_cnt, st.ctx_sym, st.order0, st.acc, st.acc_list, st.acc_mark, st.match_stats,
-                     st.number_int, st.number_digits, st.number_stats, st.code_of, st.numerics, st.feat, st.feat_nz,
-                     st.ctx_w, st.sel_w, st.sel_row, st.fsel_w, st.fsel_row, flags[F.alphabet_cap],
-                     flags[F.context_bits], st.offset[0], width)
+                     st.ctx_want, st.grown, st.ctx_cnt, st.ctx_sym, st.order0, st.acc, st.acc_list, st.acc_mark,
+                     st.match_stats, st.number_int, st.number_digits, st.number_stats, st.code_of, st.numerics,
+                     st.feat, st.feat_nz, st.ctx_w, st.sel_w, st.sel_row, st.fsel_w, st.fsel_row,
+                     flags[F.alphabet_cap], flags[F.context_bits], st.offset[0], width)
             clear_features(st.ctx_int, st.feat, st.feat_nz)
             observe(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
-                    st.ctx_want, st.grown, st.ctx_cnt, st.ctx_sym, st.order0, st.match_stats, st.match_table, st.number_int,
-                    st.number_digits, st.number_table, st.number_stats, symbols[t], flags[F.count_limit],
-                    flags[F.match_min])
+                    st.ctx_want, st.grown, st.ctx_cnt, st.ctx_sym, st.order0, st.match_stats, st.match_table,
+                    st.number_int, st.number_digits, st.number_table, st.number_stats, symbols[t],
+                    flags[F.count_limit], flags[F.match_min])
+            if st.grown.shape[0] > 0:  # as learn_step does: a table that is half full doubles
+                grow_tables(st.grown, st.ctx_tag, st.ctx_sym, st.ctx_cnt, st.match_table, st.hist, st.ctx_int[POS],
+                            flags[F.context_bits], flags[F.match_bits], flags[F.match_min])
 
     return sources_only
 

@@ -58,7 +58,8 @@ def _logs(text: str) -> list[str]:
     rows = tables(block)[0]
     out = [f"**The byte model on the nine public logs** (prequential bits/byte, one pass per file; "
            f"\"Real logs\", `{header_line(block, 'Command').strip('`')}`, {header_line(block, 'Machine')}):", "",
-           "| file | seqd | xz -9e | PPMd o16 | LSTM (lstm-compress) | seqd bytes/s |", "|---|---:|---:|---:|---:|---:|"]
+           "| file | seqd | xz -9e | PPMd o16 | LSTM (lstm-compress) | seqd bytes/s |",
+           "|---|---:|---:|---:|---:|---:|"]
     for r in rows:
         name = r["file"].replace("mean (weighted by size)", "**mean, by size**")
         out.append(f"| {name} | **{r['seqd']}** | {r['xz-9e']} | {r['ppmd-o16']} | "
@@ -94,8 +95,8 @@ def _daemon(text: str) -> list[str]:
     many = section(text, "many_streams")
     if many is not None:
         kv = dict(re.findall(r"^\| (.+?) \| (.+?) \|$", many, re.M))  # a two-column table without headers
-        out.append(f"- **The daemon, many streams** (\"Many streams\"): {kv.get('streams', '?')} streams in a budget of "
-                   f"{kv.get('budget (max_state_bytes)', '?').split(':')[0]}; predict p50 / p99 "
+        out.append(f"- **The daemon, many streams** (\"Many streams\"): {kv.get('streams', '?')} streams in a "
+                   f"budget of {kv.get('budget (max_state_bytes)', '?').split(':')[0]}; predict p50 / p99 "
                    f"{kv.get('predict latency p50 / p99 (client, from the views)', '?')}; "
                    f"{kv.get('streams whose statistics equal an in-process learner' + chr(39) + 's', '?')} streams "
                    f"exact.")
@@ -105,12 +106,13 @@ def _daemon(text: str) -> list[str]:
         kills = len(tables(crash)[0])
         over = re.search(r"Restarts over max_state_bytes \+ base: (\d+ of \d+)", crash)
         out.append(f"- **kill -9** (\"kill -9 with hibernation\"): {kills} kills, acknowledged symbols lost: "
-                   f"{lost.group(1) if lost else '?'}; restarts over the memory budget: {over.group(1) if over else '?'}.")
+                   f"{lost.group(1) if lost else '?'}; restarts over the memory budget: "
+                   f"{over.group(1) if over else '?'}.")
     load = section(text, "daemon_load")
     if load is not None:
         ratio = re.search(r"\*\*daemon / in-process\*\* \| \| \| \*\*([\d.]+%)\*\*", load)
-        out.append(f"- **Under load** (\"The daemon under load\"): 8 streams learn at {ratio.group(1) if ratio else '?'} "
-                   f"of the in-process rate while serving 500 predictions a second.")
+        out.append(f"- **Under load** (\"The daemon under load\"): 8 streams learn at "
+                   f"{ratio.group(1) if ratio else '?'} of the in-process rate while serving 500 predictions a second.")
     capacity = section(text, "daemon_capacity")
     if capacity is not None:
         row = next(r for r in tables(capacity)[0] if r[""] == "daemon")

@@ -64,11 +64,12 @@ def read(snap: Path, recent_length: int, max_learner_bytes: int | None = None, l
          history=None) -> tuple[int, float, np.ndarray, object, list]:
     """A snapshot of any version: its position, cumulative code length, the ``recent_length`` recent code
     lengths, the learner, of ``learner_type`` (the stream's model, ``core/learners.py``), and the batch ids it
-    kept (see :func:`head`).  ValueError naming the file when it is cut short, damaged, of another version, or when its learner would inflate
-    past ``max_learner_bytes``.  A GLNN's is read and inflated a piece at a time, straight into the
-    learner's arrays (versions 3 and 4): the file is never in memory whole; another model's learner is
-    inflated whole (at most ``max_learner_bytes``), then read by its ``from_bytes``.  A GLNN whose history
-    its snapshot leaves out reads it from ``history`` (the stream's :class:`~.history_file.HistoryFile`)."""
+    kept (see :func:`head`).  ValueError naming the file when it is cut short, damaged, of another version,
+    or when its learner would inflate past ``max_learner_bytes``.  A GLNN's is read and inflated a piece at a
+    time, straight into the learner's arrays (versions 3 and 4): the file is never in memory whole; another
+    model's learner is inflated whole (at most ``max_learner_bytes``), then read by its ``from_bytes``.  A GLNN
+    whose history its snapshot leaves out reads it from ``history`` (the stream's
+    :class:`~.history_file.HistoryFile`)."""
     with open(snap, "rb") as f:
         head = f.read(_SNAP_HEAD.size)
         if len(head) < _SNAP_HEAD.size:
