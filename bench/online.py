@@ -32,7 +32,7 @@ from seqd.core import tasks  # noqa: E402
 from seqd.core.container import PRESET, PRESETS  # noqa: E402
 from seqd.core.limits import check_settings  # noqa: E402
 from seqd.core.online import OnlineConfig, OnlineLearner  # noqa: E402
-from seqd.core.online.context import COLUMN, MATCH, ORDER, WORD  # noqa: E402
+from seqd.core.online.sources import COLUMN, MATCH, ORDER, WORD  # noqa: E402
 
 BYTES = OnlineConfig.bytes_default()
 
@@ -102,7 +102,7 @@ ABLATIONS = [  # (label, configuration): one part of the default changed at a ti
     ("default: 4 recurrent units, all context units, the mixer, the probability maps", BYTES),
     # the probability maps (maps.py)
     ("without the probability maps", replace(BYTES, probability_maps=False)),
-    # the mixer (context.py, writing.py)
+    # the mixer (mixer.py)
     ("without the mixer: per-symbol context weights alone",
      replace(BYTES, selected_weights=False)),
     ("the mixer, per-symbol weights held at their initial value (context_prior=2^20)",
@@ -338,7 +338,7 @@ def _drivers():
     from seqd.core.kernels.forward import evolve_into, softmax_into
     from seqd.core.kernels.network import Network
     from seqd.core.online.config import H
-    from seqd.core.online.state import ACTIVE, ETA_W, SYMBOLS
+    from seqd.core.online.state import ACTIVE
     from seqd.core.online.writing import writing_step
 
     @kernel
@@ -349,10 +349,7 @@ def _drivers():
             softmax_into(st.a[0], st.w[:, :width], st.pi[0, :width], st.numerics)
             code = st.code_of[symbols[t]]
             if with_writing:
-                writing_step(st.w, st.h0, st.hd, st.scratch, st.sel_w, st.sel_row, st.sel_h, st.sel_P, st.sel_updates,
-                             st.fsel_w, st.fsel_row, st.fsel_h, st.ctx_w, st.ctx_P, st.ctx_updates, st.ctx_updated,
-                             st.feat, st.feat_nz, st.ctx_int, st.ctx_work, st.counts[SYMBOLS], st.reals[ETA_W], hyper,
-                             flags, st.a[0], st.pi[0], code, 0, width)
+                writing_step(st, hyper, flags, 0, code, 0, width)
             evolve_into(net, st.V[0], st.a[0], code, st.V[1], st.a[1])
             for i in range(st.V.shape[1]):
                 st.V[0, i] = st.V[1, i]
@@ -362,34 +359,23 @@ def _drivers():
 
 
 def _sources_driver():
-    """A Numba loop that runs the context sources alone: find and read each context, then count the symbol."""
+    """A Numba loop that runs the context sources alone: find and read each context, then count the symbol
+    (``sources.py``; the mixer's row choice and vote are not run)."""
     from seqd.core.jit import kernel
     from seqd.core.online.config import F
-    from seqd.core.online.context import POS, clear_features, features, observe
     from seqd.core.online.growth import grow_tables
-    from seqd.core.online.selecting import set_rows, unit_centre
-    from seqd.core.online.state import ACTIVE
+    from seqd.core.online.sources import POS, activities, clear_activities, locate, observe, sources_of
 
     @kernel
     def sources_only(st, flags, symbols):
-        width = st.counts[ACTIVE] + 1
+        src = sources_of(st)
         for t in range(symbols.shape[0]):
-            set_rows(st.hist, st.ctx_int, st.fields, st.a[0], st.fsel_row, flags[F.field_set_fields],
-                     flags[F.field_selecting_positions], flags[F.order2_selected_weights], flags[F.unit_set_units],
-                     unit_centre(flags[F.activation_code]))
-            features(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
-                     st.ctx_want, st.grown, st.ctx_cnt, st.ctx_sym, st.order0, st.acc, st.acc_list, st.acc_mark,
-                     st.match_stats, st.number_int, st.number_digits, st.number_stats, st.code_of, st.numerics,
-                     st.feat, st.feat_nz, st.ctx_w, st.sel_w, st.sel_row, st.fsel_w, st.fsel_row,
-                     flags[F.alphabet_cap], flags[F.context_bits], st.offset[0], width)
-            clear_features(st.ctx_int, st.feat, st.feat_nz)
-            observe(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
-                    st.ctx_want, st.grown, st.ctx_cnt, st.ctx_sym, st.order0, st.match_stats, st.match_table,
-                    st.number_int, st.number_digits, st.number_table, st.number_stats, symbols[t],
-                    flags[F.count_limit], flags[F.match_min])
+            locate(src, flags[F.context_bits])
+            activities(src, st.code_of, st.numerics, flags[F.alphabet_cap], st.feat, st.feat_nz, st.sel_row)
+            clear_activities(st.ctx_int, st.feat, st.feat_nz)
+            observe(src, symbols[t], flags[F.count_limit], flags[F.match_min])
             if st.grown.shape[0] > 0:  # as learn_step does: a table that is half full doubles
-                grow_tables(st.grown, st.ctx_tag, st.ctx_sym, st.ctx_cnt, st.match_table, st.hist, st.ctx_int[POS],
-                            flags[F.context_bits], flags[F.match_bits], flags[F.match_min])
+                grow_tables(src, st.ctx_int[POS], flags[F.context_bits], flags[F.match_bits], flags[F.match_min])
 
     return sources_only
 
@@ -416,9 +402,9 @@ def byte_model_cost(data: bytes, name: str) -> list[str]:
     sources = _cpu(sources_only, st.state, st._flags, x)
     lines = [f"The byte model (`OnlineConfig.bytes_default()`) on {name}, a second pass as above:", ""]
     parts = [
-        ("context sources: find each context, read its counts, count the symbol (`context.py`)", sources),
-        ("the mixing: softmax, the context and selected weights' steps, the units' writing weights "
-         "(`writing.py`)", no_units - sources),
+        ("context sources: find each context, read its counts, count the symbol (`sources.py`)", sources),
+        ("the mixing: rows and votes, softmax, the context and selected weights' steps, the units' writing "
+         "weights (`mixer.py`, `writing.py`)", no_units - sources),
         (f"the {BYTES.units} recurrent units: state evolution and the window step (`window.py`; the model "
          "with units=0 subtracted)", total - no_units),
     ]

@@ -69,7 +69,7 @@ def _child(name: str, passes: int) -> None:
 
 
 def _kernel_name(symbol: str) -> str | None:
-    """``online.context.features`` from an Itanium-mangled Numba symbol of seqd's; None for anything else."""
+    """``online.sources.activities`` from an Itanium-mangled Numba symbol of seqd's; None for anything else."""
     if not symbol.startswith("_ZN4seqd4core"):
         return None
     names, i = [], 3

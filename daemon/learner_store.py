@@ -28,7 +28,7 @@ import numpy as np
 
 from ..core.learners import first_resident_nbytes, model_of, state_nbytes
 from ..core.online import OnlineConfig
-from ..core.online.context import POS
+from ..core.online.sources import POS
 from ..core.online.snapshot import ring_views
 from . import history_file, snapshot_file, sparse, wal
 

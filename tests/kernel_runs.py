@@ -15,6 +15,12 @@ from seqd.core.kernels.transition import TransitionSums, accumulate_transition
 from seqd.core.kernels.writing import accumulate_writing
 
 
+def view(kind, st):
+    """The named tuple ``kind`` (``sources.Sources``, ``mixer.Mixer``, ...) of the state ``st``'s arrays, as the
+    kernels' own ``sources_of``, ``mixer_of``, ... make it."""
+    return kind(*(getattr(st, name) for name in kind._fields))
+
+
 def with_state(kernel, st, *rest):
     """Call an online-learner kernel whose leading parameters are arrays of the state ``st``, named as its fields
     (the kernels take the arrays they use one by one), followed by ``rest``."""

@@ -564,9 +564,9 @@ class Case:
         return f"Case({self.model}, {self.activation}, N={self.N}, D={self.D}, A={self.A}, T={self.T})"
 
 
-# -- context units (seqd.core.online.context), with dictionaries instead of hashing ---------
+# -- context units (seqd.core.online.sources, mixer), with dictionaries instead of hashing ---------
 #
-# Written from the module docstring of ``context.py`` and the sources' definitions: every
+# Written from the module docstrings of ``sources.py`` and ``mixer.py`` and the sources' definitions: every
 # context is a dictionary key holding the context itself (a tuple of symbols, a (column,
 # symbol above) pair, a (field, word) pair), so no two contexts can ever share a table entry.
 # Only the bounded parts of the model are kept as the kernels keep them: ``entries``
@@ -1053,7 +1053,7 @@ def metric_update_in_steps(P, u, weight, discount, prior, updates, grad=None):
 
 
 def context_block_update(P, x, curv, err, w, discount, prior, centre, eta, updates):
-    """One symbol's context weights after one symbol (``online.writing.context_writing_update``), densely.
+    """One symbol's context weights after one symbol (``online.mixer.context_writing_update``), densely.
 
     The block's metric M = P^-1 is discounted by (1 - discount) and gains the
     one-symbol Fisher term curv x x^T; the prior mass discount * prior * I per
@@ -1076,7 +1076,7 @@ def context_block_update(P, x, curv, err, w, discount, prior, centre, eta, updat
 
 
 def selected_weights_step(method, P, h, u, x, curv, err, discount, prior, rate, updates, sets=()):
-    """The mixer's step after one symbol (``writing.selected_writing_update``), densely.
+    """The mixer's step after one symbol (``mixer.selected_writing_update``), densely.
 
     ``u`` holds each source's selected weight, ``h`` their diagonal metric
     terms, ``x[s, y]`` each source's activity for code y (0 where it does not

@@ -13,7 +13,11 @@ module names:
 * nothing imports ``seqd.cli`` but the package's ``__main__``: the command line
   is the top floor;
 * no source file of ``core/``, ``daemon/``, ``clients/`` or ``cli/`` exceeds
-  :data:`MAX_LINES` lines.
+  :data:`MAX_LINES` lines;
+* no kernel of the byte model or of the shared kernels (``core/online``,
+  ``core/kernels``) takes more than :data:`MAX_KERNEL_PARAMETERS` parameters:
+  a kernel reads the learner's state through the named tuples of its parts
+  (``docs/architecture.md``), not array by array.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 ROOMS = ("core", "daemon", "clients", "cli")
 MAX_LINES = 500
+MAX_KERNEL_PARAMETERS = 8
+KERNEL_ROOMS = ("core/online", "core/kernels")
 
 # room -> the rooms (seqd.<room>) its files may import; "" is the root package (seqd itself: its version)
 ALLOWED = {
@@ -96,6 +102,22 @@ def test_no_source_file_is_over_the_size_limit(path):
     assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines: split it along an idea (limit {MAX_LINES})"
 
 
+def kernels(path: Path) -> list[tuple[str, int]]:
+    """(name, number of parameters) of every function of ``path`` compiled by ``jit.kernel`` or
+    ``jit.inline_kernel``."""
+    return [(node.name, len(node.args.args)) for node in ast.walk(ast.parse(path.read_text(), str(path)))
+            if isinstance(node, ast.FunctionDef)
+            and any(getattr(d, "id", None) in ("kernel", "inline_kernel") for d in node.decorator_list)]
+
+
+@pytest.mark.parametrize("path", [p for room in KERNEL_ROOMS for p in sorted((ROOT / room).rglob("*.py"))],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_kernel_of_the_byte_model_takes_more_than_eight_parameters(path):
+    wide = [(name, n) for name, n in kernels(path) if n > MAX_KERNEL_PARAMETERS]
+    assert not wide, f"{path.relative_to(ROOT)}: {wide}: group the arrays into a part's named tuple (limit " \
+        f"{MAX_KERNEL_PARAMETERS})"
+
+
 def test_the_rules_see_the_imports():
     """The resolver itself: relative imports from a package and from a module, and absolute ones."""
     assert seqd_imports(ROOT / "core" / "online" / "window.py") >= {"seqd.core.jit", "seqd.core.kernels.backward",
@@ -104,6 +126,7 @@ def test_the_rules_see_the_imports():
     assert "seqd.clients" in seqd_imports(ROOT / "__init__.py")
     assert seqd_imports(ROOT / "clients" / "__init__.py") >= {"seqd.clients.client", "seqd.clients.aio"}
     assert "seqd.cli" in seqd_imports(ROOT / "__main__.py")
+    assert ("learn_step", 4) in kernels(ROOT / "core" / "online" / "steps.py")  # the parameter count sees kernels
 
 
 def test_every_package_of_the_house_is_installed():

@@ -41,7 +41,7 @@ def test_the_summary_quotes_the_sections_it_reads():
 
 
 def test_kernel_names_come_from_numbas_mangled_symbols():
-    symbol = ("_ZN4seqd4core6online7context8featuresB3v38B52c8tJTIeFIjxB2IKSgI4CrvSCKg1MMbCQQPKkLTj8QGEPTzVgbZoAE"
-              "5ArrayIx")
-    assert kernel_profile._kernel_name(symbol) == "online.context.features"
+    symbol = ("_ZN4seqd4core6online7sources10activitiesB3v38B52c8tJTIeFIjxB2IKSgI4CrvSCKg1MMbCQQPKkLTj8QGEPTzVgbZo"
+              "AE5ArrayIx")
+    assert kernel_profile._kernel_name(symbol) == "online.sources.activities"
     assert kernel_profile._kernel_name("_PyEval_EvalFrameDefault") is None

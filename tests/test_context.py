@@ -1,4 +1,4 @@
-"""Context units (``seqd.core.online.context``) against references written from their definitions.
+"""Context units (``seqd.core.online.sources`` and ``mixer``) against references written from their definitions.
 
 1. every source's activities (order-k chain, column, word, match), position by
    position, against ``naive.ContextReference``, which keys dictionaries by the
@@ -31,10 +31,10 @@ import numpy as np
 import pytest
 
 import naive
-from kernel_runs import with_state
+from kernel_runs import view, with_state
 from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online import snapshot
-from seqd.core.online.context import (
+from seqd.core.online.sources import (
     ABOVE,
     EMPTY,
     FIELD,
@@ -51,8 +51,10 @@ from seqd.core.online.context import (
     PREV_LINE_LEN,
     PREV_LINE_START,
     SAME,
-    clear_features,
-    features,
+    Sources,
+    activities,
+    clear_activities,
+    locate,
     observe,
 )
 from seqd.core.model import ACTIVATIONS
@@ -65,7 +67,8 @@ from seqd.core.online.numbers import LENGTH as NUMBER_LENGTH
 from seqd.core.online.numbers import N_BUCKET, N_KEY, N_PREDICTED, N_RUN, N_VOTED, NUMBER_CONTEXTS
 from seqd.core.online.numbers import TAG as NUMBER_TAG
 from seqd.core.online.config import SELECTED_STEPS, H
-from seqd.core.online.writing import context_writing_update, selected_writing_update, writing_step
+from seqd.core.online.mixer import Mixer, context_writing_update, select, selected_writing_update, vote
+from seqd.core.online.writing import writing_step
 from seqd.core.online.state import ACTIVE, ETA_W, SYMBOLS, WINDOW_POS, OnlineState, new_state
 
 REL = 1e-12
@@ -141,7 +144,7 @@ def reference_for(cfg, **kwargs):
 
 
 def kernel_features(st):
-    """{(source, code): x} for the entries ``features`` listed (a match's vote may be exactly 0)."""
+    """{(source, code): x} for the entries ``activities`` listed (a match's vote may be exactly 0)."""
     listed = {}
     for q in range(int(st.ctx_int[NNZ])):
         key = (int(st.feat_nz[q, 0]), int(st.feat_nz[q, 1]))
@@ -226,7 +229,8 @@ class Storage:
 
 
 def compare_with_reference(cfg, x, references, check_all=True):
-    """Drive ``features`` / ``observe`` symbol by symbol beside each reference of ``references``.
+    """Drive the sources and the mixer's vote (as ``steps.predict_step`` does) and ``observe`` symbol by symbol
+    beside each reference of ``references``.
 
     Returns (state, storages, first position where each reference disagreed or None).  With
     ``check_all`` (one reference) every position is asserted instead.
@@ -246,9 +250,13 @@ def compare_with_reference(cfg, x, references, check_all=True):
         assert not st.feat.any() and int(st.ctx_int[NNZ]) == 0  # cleared between symbols
         a_t = st.a[int(st.counts[WINDOW_POS])]
         a_t[1:] = units.normal(0.0, 1.0, cfg.units)  # the units' activities (this harness does not evolve them)
-        set_rows(st.hist, st.ctx_int, st.fields, a_t, st.fsel_row, cfg.field_set_fields,
-                 cfg.field_selecting_positions, cfg.order2_selected_weights, cfg.unit_set_units, 0.0)
-        with_state(features, st, cap, cfg.context_bits, offset, width)
+        src, mix = view(Sources, st), view(Mixer, st)
+        set_rows(src, a_t, st.fsel_row, cfg.field_set_fields, cfg.field_selecting_positions,
+                 cfg.order2_selected_weights, cfg.unit_set_units, 0.0)
+        locate(src, cfg.context_bits)
+        activities(src, st.code_of, st.numerics, cap, st.feat, st.feat_nz, st.sel_row)
+        select(mix)
+        vote(mix, int(st.ctx_int[NNZ]), offset, width)
         got = kernel_features(st)
         for r, (ref, storage) in enumerate(zip(references, storages)):
             for s in hashed:
@@ -299,13 +307,13 @@ def compare_with_reference(cfg, x, references, check_all=True):
                     int(st.ctx_int[MATCH_LEN]) == ref.match_length
                 if not agree:
                     first_disagreement[r] = t
-        with_state(clear_features, st)
+        with_state(clear_activities, st)
         if st.code_of[symbol] == 0:
             activate_symbol(st, hyper, flags, symbol)
         if cfg.number_context:
             for storage in storages:
                 storage.store_number(st, symbol)
-        with_state(observe, st, symbol, cfg.count_limit, cfg.match_min)
+        observe(view(Sources, st), symbol, cfg.count_limit, cfg.match_min)
         if m and t + 1 >= m:  # the match table's slot is the one that now holds this position, the latest
             slot = int(st.match_table.argmax())
             assert st.match_table[slot] == t + 2
@@ -677,8 +685,9 @@ def test_writing_update_with_silent_context_units_is_the_plain_one(first):
     pi_t[first:width] = np.exp(logits[first:]) / np.exp(logits[first:]).sum()
     w_before = ctx.ctx_w.copy()
     for st, cfg in ((plain, plain_cfg), (ctx, ctx_cfg)):
-        with_state(writing_step, st, int(st.counts[SYMBOLS]), st.reals[ETA_W], cfg.hyper(), cfg.flags(), a_t, pi_t, 3,
-                   first, width)
+        k = int(st.counts[WINDOW_POS])
+        st.a[k], st.pi[k] = a_t, pi_t
+        writing_step(st, cfg.hyper(), cfg.flags(), k, 3, first, width)
     for name in ("w", "h0", "hd"):
         assert np.array_equal(getattr(plain, name), getattr(ctx, name)), name
     # the context blocks of the listed codes did step (towards the prior's centre), the others did not
@@ -709,7 +718,8 @@ def test_learner_with_silent_context_units_equals_the_plain_learner(case):
 
 
 def _random_votes(st, rng, listed, width):
-    """Activities for the (source, code) pairs ``listed``, as ``features`` leaves them; random curvatures and errors."""
+    """Activities for the (source, code) pairs ``listed``, as ``activities`` leaves them; random curvatures and
+    errors."""
     for q, (s, y) in enumerate(listed):
         st.feat[s, y] = rng.normal(0.0, 2.0)
         st.feat_nz[q] = (s, y)
@@ -745,8 +755,8 @@ def test_context_writing_update_matches_a_dense_inverse(seed, floor):
     curv[target], curv[2] = 0.05, 0.05  # below the floor: the target steps, code 2 does not (with the floor)
     before = {name: np.array(getattr(st, name), copy=True) for name in ("ctx_P", "ctx_w", "ctx_updates")}
     err_after, curv_after = err.copy(), curv.copy()
-    with_state(context_writing_update, st, int(st.counts[SYMBOLS]), st.reals[ETA_W], hyper, curv_after, err_after,
-               target)
+    context_writing_update(view(Mixer, st), int(st.ctx_int[NNZ]), int(st.counts[SYMBOLS]), st.reals[ETA_W], hyper,
+                           curv_after, err_after, target)
     voted = sorted({y for _, y in listed})
     stepped = [y for y in voted if y == target or curv[y] >= floor]
     assert (floor == 0.0) == (stepped == voted) and target in stepped
@@ -813,7 +823,7 @@ def test_the_mixers_step_matches_a_dense_reference(seed, step, field, order2):
         sets=[(before["fsel_h"][q], before["fsel_w"][q]) for q in chosen])
     P, h, u_after, err_want = out[:4]
     err_after = err.copy()
-    with_state(selected_writing_update, st, hyper, flags, curv, err_after)
+    selected_writing_update(view(Mixer, st), int(st.ctx_int[NNZ]), hyper, flags, curv, err_after)
     np.testing.assert_allclose(st.sel_P[k], P, rtol=1e-10, atol=1e-10 * np.abs(P).max())
     assert np.array_equal(st.sel_P[k], st.sel_P[k].T)
     np.testing.assert_allclose(st.sel_h[active], h, rtol=1e-12)
@@ -944,11 +954,12 @@ def test_the_unit_set_splits_each_units_range_in_the_middle(activation, centre):
     units beyond the eighth are not read."""
     units = 10
     fsel_row = np.zeros(1, dtype=np.int64)
+    src = view(Sources, new_state(OnlineConfig(units=units, alphabet_cap=16, context_orders=(1,), context_bits=10,
+                                               history_bits=10)))
     rng = np.random.default_rng(4)
     for _ in range(50):
         a_t = np.concatenate([[1.0], centre + rng.uniform(-0.4, 0.4, units)])
-        set_rows(np.zeros(16, dtype=np.uint16), np.zeros(10, dtype=np.int64), np.zeros((0, 66), dtype=np.int64),
-                 a_t, fsel_row, 0, 4, 0, 8, unit_centre(ACTIVATIONS.index(activation)))
+        set_rows(src, a_t, fsel_row, 0, 4, 0, 8, unit_centre(ACTIVATIONS.index(activation)))
         assert fsel_row[0] == sum(1 << i for i in range(8) if a_t[i + 1] > centre)
 
 

@@ -10,7 +10,7 @@ import pytest
 import naive
 from seqd.core.jit import kernel
 from seqd.core.online import OnlineConfig, OnlineLearner
-from seqd.core.online.context import POS
+from seqd.core.online.sources import POS
 from seqd.core.online.growth import BITS, GROWTH_START, TAKEN, WAYS, find_slot, split_context_table, split_match_table
 
 ENTRIES = 3

@@ -22,7 +22,7 @@ def test_the_cache_folder_is_named_after_the_sources(tmp_path, monkeypatch):
     copy = tmp_path / "core"
     shutil.copytree(core, copy, ignore=shutil.ignore_patterns("__pycache__"))
     assert jit.source_fingerprint(copy) == jit.source_fingerprint(core)
-    helper = copy / "online" / "context.py"  # a module the kernels call, not a kernel's own file
+    helper = copy / "online" / "sources.py"  # a module the kernels call, not a kernel's own file
     helper.write_text(helper.read_text() + "\n# edited\n")
     assert jit.source_fingerprint(copy) != jit.source_fingerprint(core)
 

@@ -11,7 +11,7 @@ import pytest
 
 import naive
 from seqd.core.online import OnlineConfig, OnlineLearner, snapshot
-from seqd.core.online.context import MATCH_LEN, MATCH_PTR
+from seqd.core.online.sources import MATCH_LEN, MATCH_PTR
 from seqd.core.online.maps import MAP_A_ROWS, MAP_POINTS, initial_maps, map_rows
 from seqd.core.online.state import ACTIVE, WINDOW_POS
 from seqd.core.online.steps import learn_step, predict_step

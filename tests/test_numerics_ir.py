@@ -78,7 +78,8 @@ def test_coding_path_uses_only_basic_ieee_operations():
     kernels = set(report["kernels"])
     # the coding path itself was compiled and read, not only helpers
     for needed in ("seqd.core.online.codec.encode_symbols", "seqd.core.online.codec.decode_symbols",
-                   "seqd.core.online.steps.learn_step", "seqd.core.online.context.features",
+                   "seqd.core.online.steps.learn_step", "seqd.core.online.sources.activities",
+                   "seqd.core.online.mixer.vote", "seqd.core.online.mixer.context_writing_update",
                    "seqd.core.kernels.forward.softmax_offset_into", "seqd.core.online.window.window_update"):
         assert needed in kernels, f"{needed} was not compiled by the round trip: {sorted(kernels)}"
     assert report["problems"] == [], "\n".join(sorted(set(report["problems"])))

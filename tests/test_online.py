@@ -32,7 +32,7 @@ from seqd.core.kernels.network import Network
 from seqd.core.kernels.transition import TransitionSums, accumulate_transition
 from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online import snapshot, tables
-from seqd.core.online.context import POS
+from seqd.core.online.sources import POS
 from seqd.core.online.alphabet import RETIRED_ESCAPE_BIAS, activate_symbol
 from seqd.core.online.config import F, H
 from seqd.core.online.credit import TINY_SCALE, advance_credit
@@ -88,7 +88,7 @@ def test_sherman_morrison_inverse_matches_dense_inverse(seed):
     M = lam * np.eye(D)
     errors = {}
     for n in range(STEPS_SM):
-        metric_contribution(P, us[n].copy(), weights[n], gamma, lam, n, False, work)
+        metric_contribution(P, us[n].copy(), weights[n], (gamma, lam), n, False, work)
         M = (1.0 - gamma) * M + weights[n] * np.outer(us[n], us[n])
         M[n % D, n % D] += D * gamma * lam
         if n + 1 in CHECKPOINTS:
@@ -107,7 +107,7 @@ def test_sherman_morrison_inverse_stays_exactly_symmetric(seed):
     work = np.zeros(2 * D)
     first_bad = None
     for n in range(STEPS_SM):
-        metric_contribution(P, us[n].copy(), weights[n], gamma, lam, n, False, work)
+        metric_contribution(P, us[n].copy(), weights[n], (gamma, lam), n, False, work)
         if first_bad is None and not np.array_equal(P, P.T):
             first_bad = n
     assert first_bad is None, (
@@ -120,13 +120,13 @@ def test_sherman_morrison_single_contribution_is_exact():
     D, lam, gamma = 3, 2.0, 0.25
     u = np.array([0.3, -1.2, 0.7])
     P = np.eye(D) / lam
-    metric_contribution(P, u.copy(), 1.7, gamma, lam, 0, False, np.zeros(2 * D))
+    metric_contribution(P, u.copy(), 1.7, (gamma, lam), 0, False, np.zeros(2 * D))
     M = (1 - gamma) * lam * np.eye(D) + 1.7 * np.outer(u, u)
     M[0, 0] += D * gamma * lam
     close(P, np.linalg.inv(M), rel=1e-13)
     # `updates` picks the coordinate that receives the prior
     P = np.eye(D) / lam
-    metric_contribution(P, u.copy(), 1.7, gamma, lam, 5, False, np.zeros(2 * D))
+    metric_contribution(P, u.copy(), 1.7, (gamma, lam), 5, False, np.zeros(2 * D))
     M = (1 - gamma) * lam * np.eye(D) + 1.7 * np.outer(u, u)
     M[5 % D, 5 % D] += D * gamma * lam
     close(P, np.linalg.inv(M), rel=1e-13)
@@ -147,10 +147,10 @@ def test_the_metric_blocks_three_sweeps_give_the_bits_of_the_steps_one_after_the
         want = P0.copy()
         want_step = naive.metric_update_in_steps(want, u, weight, discount, prior, n, grad)
         got = P0.copy()
-        metric_contribution(got, u.copy(), weight, discount, prior, n, False, np.zeros(2 * D))
+        metric_contribution(got, u.copy(), weight, (discount, prior), n, False, np.zeros(2 * D))
         assert np.array_equal(got, want), f"metric_contribution, contribution {n}"
         got, out = P0.copy(), np.zeros(D)
-        contribution_and_step(got, u.copy(), weight, discount, prior, n, grad, out, np.zeros(2 * D))
+        contribution_and_step(got, u.copy(), weight, (discount, prior), n, grad, out, np.zeros(2 * D))
         assert np.array_equal(got, want) and np.array_equal(out, want_step), f"contribution_and_step, {n}"
         P0 = want
 
@@ -169,7 +169,7 @@ def test_quasi_diagonal_metric_matches_dense_discounted_sum(seed):
     work = np.zeros(2 * D)
     M = lam * np.eye(D)
     for n in range(STEPS_SM):
-        metric_contribution(block, us[n].copy(), weights[n], gamma, lam, n, True, work)
+        metric_contribution(block, us[n].copy(), weights[n], (gamma, lam), n, True, work)
         M = (1.0 - gamma) * M + weights[n] * np.outer(us[n], us[n]) + gamma * lam * np.eye(D)
         if n + 1 in CHECKPOINTS:
             close(_qd_entries(block), _qd_entries(M), rel=1e-12)

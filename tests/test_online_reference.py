@@ -20,16 +20,15 @@ import pytest
 
 import contract
 import naive
-from kernel_runs import with_state
 from seqd.core.model import ModelSpec, initialize
 from seqd.core.online import OnlineConfig
 
 # The kernels and state layout compared here: internal entry points, imported in this one place only.
-from seqd.core.online.context import NNZ
+from seqd.core.online.sources import NNZ
 from seqd.core.online.alphabet import activate_symbol, unit_uniform
 from seqd.core.online.steps import predict_step
 from seqd.core.online.writing import writing_step
-from seqd.core.online.state import ACTIVE, ETA_W, SYMBOLS, WINDOW_POS, OnlineState, new_state
+from seqd.core.online.state import ACTIVE, WINDOW_POS, OnlineState, new_state
 
 REL = 1e-12
 
@@ -94,8 +93,7 @@ def test_writing_step_is_the_dense_discounted_newton_step(entry):
             w, h0, hd = naive.online_writing_step(st.w, st.h0, st.hd, st.a[k], pi, target, first, width,
                                                   config.writing_discount, config.writing_prior, eta, err,
                                                   config.writing_evidence_floor)
-            with_state(writing_step, st, int(st.counts[SYMBOLS]), st.reals[ETA_W], hyper, flags, st.a[k], st.pi[k],
-                       target, first, width)
+            writing_step(st, hyper, flags, k, target, first, width)
             close(st.w, w)
             close(st.h0, h0)
             close(st.hd, hd)

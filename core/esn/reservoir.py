@@ -10,7 +10,7 @@ import math
 from ..jit import kernel
 from ..kernels.elementary import exp, log, tanh
 from ..online.alphabet import unit_uniform
-from ..online.writing import writing_update
+from ..online.writing import Writing, writing_update
 from ..readout import code_length, join_readout, predict
 from .config import ACTIVE, RATE, SYMBOLS
 
@@ -90,7 +90,8 @@ def learn_buffer(st, cap, seed, leak, input_scale, discount, prior, floor, numer
             p = st.pi[y]
             curv[y] = p * (1.0 - p)
             err[y] = (1.0 if y == code else 0.0) - p
-        writing_update(st.w, st.h0, st.hd, st.scratch, st.reals[RATE], discount, prior, floor, st.a, first, width)
+        writing_update(Writing(st.w, st.h0, st.hd, st.scratch), st.reals[RATE], discount, prior, floor, st.a, first,
+                       width)
         if code == 0:
             code = _join(st, cap, seed, input_scale, prior, symbol)
         # eq. (2.22): h_t = (1 - alpha) tanh(W h_{t-1} + W^in x_t) + alpha h_{t-1}

@@ -21,11 +21,11 @@ import numpy as np
 from ..kernels.backward import RBPM, RUOP
 from ..kernels.elementary import NUMERICS
 from ..model import ACTIVATIONS
-from .context import COLUMN, FIELD_COLUMN, FIELD_SLOTS, INDIRECT, MATCH, NUMBER, ORDER, WORD
+from .sources import COLUMN, FIELD_COLUMN, FIELD_SLOTS, INDIRECT, MATCH, NUMBER, ORDER, WORD
 from .selecting import UNIT_SELECTING_UNITS
 from .versions import UNWRITTEN
 
-# the mixer's steps (writing.selected_writing_update): a diagonal outer-product metric per weight, one full
+# the mixer's steps (mixer.selected_writing_update): a diagonal outer-product metric per weight, one full
 # outer-product block per number of sources found (Sherman-Morrison), or no metric (a plain gradient step)
 SELECTED_STEPS = ("diagonal", "block", "gradient")
 DIAGONAL, BLOCK, GRADIENT = range(len(SELECTED_STEPS))
@@ -126,7 +126,7 @@ class OnlineConfig:
     rate_growth: float = 1.1
     rate_shrink: float = 0.5
     seed: int = 0
-    # context units (``context.py``); all off by default: the pure GLNN of seed 000
+    # context units (``sources.py``, ``mixer.py``); all off by default: the pure GLNN of seed 000
     context_orders: tuple[int, ...] = ()  # increasing orders of the hashed context chain
     column_context: bool = False  # (column, symbol above) source
     word_context: bool = False  # (field number, current word) source
@@ -145,10 +145,10 @@ class OnlineConfig:
     context_weight: float = 0.3  # initial context weight, and the centre of its prior
     context_prior: float = 10.0  # prior mass kept in the context weights' metric (lambda_w for them)
     # a voted symbol that did not come, with curvature pi_y (1 - pi_y) below this, keeps its context weights and
-    # their metric block as they are (writing.context_writing_update): its step and its contribution to the metric
+    # their metric block as they are (mixer.context_writing_update): its step and its contribution to the metric
     # are both of the order of pi_y; 0: every voted symbol steps (seqd 0.18 and earlier)
     context_step_floor: float = 0.0
-    # the mixer (context.py): context weights shared across symbols, one per source and selecting context
+    # the mixer (mixer.py): context weights shared across symbols, one per source and selecting context
     selected_weights: bool = False  # off: each (source, symbol) weight alone; always off without context units
     selected_prior: float = 100.0  # prior mass kept in their metric (lambda for them), centred on 0
     selected_step: str = "diagonal"  # their metric (SELECTED_STEPS, above): diagonal, block, or none: gradient
@@ -271,7 +271,7 @@ class OnlineConfig:
 
     @property
     def sources(self) -> list[tuple[int, int]]:
-        """The context units as (kind, order) pairs, in the order of their weights (``context.py``)."""
+        """The context units as (kind, order) pairs, in the order of their weights (``sources.py``)."""
         out = [(ORDER, k) for k in self.context_orders]
         if self.column_context:
             out.append((COLUMN, 0))

@@ -38,7 +38,7 @@ from __future__ import annotations
 from ..jit import kernel
 from ..kernels.activation import slope
 from .config import F, H
-from .metric_blocks import contribute
+from .metric_blocks import metric_contribution
 
 TINY_SCALE = 2.0 ** -256  # a unit's scale below it is folded into its stored sensitivities
 
@@ -55,6 +55,7 @@ def credit_before_window(st, hyper, flags, n_touched):
     qd = flags[F.quasi_diagonal] == 1
     u = st.scratch[0, :D]
     work = st.scratch[1, : 2 * D]
+    discounting = (hyper[H.metric_discount], hyper[H.metric_prior])
     for q in range(n_touched):
         code = st.touched[q]
         for j in range(1, N1):
@@ -62,9 +63,9 @@ def credit_before_window(st, hyper, flags, n_touched):
             scale = st.credit_scale[j]
             for r in range(D):
                 u[r] = scale * st.credit[code, j, r]
-            st.block_updates[code, j] = contribute(st.G[code, j], st.metric[code, j], u, b, st.m[0, j],
-                                                   hyper[H.metric_discount], hyper[H.metric_prior],
-                                                   st.block_updates[code, j], qd, work)
+                st.G[code, j, r] += b * u[r]
+            metric_contribution(st.metric[code, j], u, st.m[0, j], discounting, st.block_updates[code, j], qd, work)
+            st.block_updates[code, j] += 1
 
 
 @kernel

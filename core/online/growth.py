@@ -164,8 +164,11 @@ def split_match_table(table, hist, t, match_min, bits):
 
 
 @kernel
-def grow_tables(grown, tag, sym, cnt, match_table, hist, t, context_bits, match_bits, match_min):
-    """Double every table that has more than 1/FULL of its slots taken and is below its largest size."""
+def grow_tables(src, t, context_bits, match_bits, match_min):
+    """Double every table of the sources ``src`` (``sources.Sources``) that has more than 1/FULL of its
+    slots taken and is below its largest size; ``t`` is the stream's position."""
+    grown, tag, sym, cnt, match_table, hist = src.grown, src.ctx_tag, src.ctx_sym, src.ctx_cnt, src.match_table, \
+        src.hist
     S = tag.shape[0]
     for s in range(S):
         b = grown[s, BITS]

@@ -1,6 +1,6 @@
 """Adaptive probability maps: the mixer's prediction refined by what followed predictions like it.
 
-The mix (``context.py``, ``writing.py``) is one softmax.  A probability map
+The mix (``mixer.py``, ``writing.py``) is one softmax.  A probability map
 (the PAQ compressors' APM or secondary symbol estimation: Mahoney, "Data
 Compression Explained", section 4.4, and paq8px's ``APM`` class) learns, per
 small context, what a predicted probability turned out to mean.  Here it
@@ -37,11 +37,13 @@ way.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..jit import inline_kernel
 from ..kernels.elementary import log_of, logistic
-from .context import MATCH_BUCKETS, MATCH_LEN, MATCH_PTR, _match_bucket
+from .sources import MATCH_BUCKETS, MATCH_LEN, MATCH_PTR, _match_bucket
 
 MAP_POINTS = 17  # knots at stretch -8, -7, ..., 8
 STRETCH_LIMIT = 8.0
@@ -65,10 +67,28 @@ def initial_maps(rows: int) -> np.ndarray:
     return np.tile(np.array(knots), (rows, 1))
 
 
+class Maps(NamedTuple):
+    """The maps' arrays of the learner's state (``state.OnlineState``, which documents each)."""
+
+    maps: np.ndarray
+    map_counts: np.ndarray
+    map_at: np.ndarray
+    map_frac: np.ndarray
+    coded: np.ndarray
+
+
 @inline_kernel
-def refine(maps, map_at, map_frac, coded, pi_t, hist, ctx_int, code_of, fsel_row, field_set, numerics, width):
-    """Write the refined prediction of the next symbol into ``coded[:width]`` from the mix's ``pi_t``, and what
-    the update needs into ``map_at`` and ``map_frac``."""
+def maps_of(st):
+    """The probability maps' arrays of the state ``st`` (``Maps``)."""
+    return Maps(st.maps, st.map_counts, st.map_at, st.map_frac, st.coded)
+
+
+@inline_kernel
+def refine(mp, pi_t, src, code_of, fsel_row, field_set, numerics, width):
+    """Write the refined prediction of the next symbol into ``mp.coded[:width]`` from the mix's ``pi_t``, and
+    what the update needs into ``mp.map_at`` and ``mp.map_frac``.  The match source's prediction is read from
+    the sources ``src`` (``sources.Sources``), the field set's row from ``fsel_row``."""
+    maps, map_at, map_frac, coded, hist, ctx_int = mp.maps, mp.map_at, mp.map_frac, mp.coded, src.hist, src.ctx_int
     top = 0
     p = pi_t[0]
     for y in range(1, width):
@@ -107,8 +127,9 @@ def refine(maps, map_at, map_frac, coded, pi_t, hist, ctx_int, code_of, fsel_row
 
 
 @inline_kernel
-def learn_maps(maps, map_counts, map_at, map_frac, target):
+def learn_maps(mp, target):
     """Move the knots ``refine`` read toward whether the symbol (code ``target``) was the favourite."""
+    maps, map_counts, map_at, map_frac = mp.maps, mp.map_counts, mp.map_at, mp.map_frac
     hit = 1.0 if target == map_at[MAP_TOP] else 0.0
     j = map_at[MAP_KNOT]
     f = map_frac[0]

@@ -17,7 +17,7 @@ from ..kernels.transition import quasi_diagonal_block
 
 
 @inline_kernel
-def _full_update(P, u, weight, discount, prior, updates, work, grad, out):
+def _full_update(P, u, weight, discounting, updates, work, grad, out):
     """The full block's update of ``metric_contribution`` and, if ``grad`` is not empty, out = P grad after it.
 
     P <- P / (1 - gamma); Sherman-Morrison with s = sqrt(weight) u: z = P s,
@@ -33,6 +33,7 @@ def _full_update(P, u, weight, discount, prior, updates, work, grad, out):
     its own order, because a sum's additions wait on each other and two
     sums' do not.  ``work`` holds 2D.
     """
+    discount, prior = discounting
     D = u.shape[0]
     inv_keep = 1.0 / (1.0 - discount)
     root = math.sqrt(weight)
@@ -105,7 +106,7 @@ def _product(P, g, out):
 
 
 @inline_kernel
-def metric_contribution(block, u, weight, discount, prior, updates, quasi_diagonal, work):
+def metric_contribution(block, u, weight, discounting, updates, quasi_diagonal, work):
     """Add weight * u u^T to a block's discounted metric, keeping a prior mass on its diagonal.
 
     Full blocks hold the *inverse* P of the metric M, updated by Sherman-Morrison:
@@ -114,7 +115,10 @@ def metric_contribution(block, u, weight, discount, prior, updates, quasi_diagon
     so it is added one coordinate at a time, cycling: coordinate (updates mod D)
     receives D*gamma*lambda, which keeps lambda I on average.  Quasi-diagonal
     blocks hold M_00, M_0k, M_kk themselves (eqs. 34-35) and get the exact prior.
+
+    ``discounting`` is the pair (gamma, lambda): the metric's discount and its prior mass.
     """
+    discount, prior = discounting
     D = u.shape[0]
     keep = 1.0 - discount
     if quasi_diagonal:
@@ -124,23 +128,13 @@ def metric_contribution(block, u, weight, discount, prior, updates, quasi_diagon
                 block[k, k] = keep * block[k, k] + weight * u[k] * u[k] + discount * prior
         block[0, 0] += discount * prior
         return
-    _full_update(block, u, weight, discount, prior, updates, work, u[:0], u[:0])
+    _full_update(block, u, weight, discounting, updates, work, u[:0], u[:0])
 
 
 @inline_kernel
-def contribute(grad, block, u, b, weight, discount, prior, updates, quasi_diagonal, work):
-    """One contribution to a transition block: b u to its gradient ``grad`` and weight u u^T to its metric
-    (``metric_contribution``; eq. 26); returns the block's count of contributions, one more."""
-    for r in range(u.shape[0]):
-        grad[r] += b * u[r]
-    metric_contribution(block, u, weight, discount, prior, updates, quasi_diagonal, work)
-    return updates + 1
-
-
-@inline_kernel
-def contribution_and_step(block, u, weight, discount, prior, updates, grad, out, work):
+def contribution_and_step(block, u, weight, discounting, updates, grad, out, work):
     """``metric_contribution`` on a full block, then out = P grad (``block_step``)."""
-    _full_update(block, u, weight, discount, prior, updates, work, grad, out)
+    _full_update(block, u, weight, discounting, updates, work, grad, out)
 
 
 @inline_kernel

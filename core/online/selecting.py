@@ -1,6 +1,6 @@
 """The mixer's shared weight sets beside u: which row of each set the next symbol selects.
 
-The mixer (``context.py``, "The mixer") adds to each source's weight one row
+The mixer (``mixer.py``) adds to each source's weight one row
 of each shared set, stacked in ``OnlineState.fsel_w``: the field set's rows
 (``field_selected_weights``), then the order-2 set's
 (``order2_selected_weights``), then the unit set's
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..jit import inline_kernel
 from ..kernels.activation import LOGISTIC
-from .context import FIELD, FIELD_SLOTS, NEWLINE, POS, SAME
+from .sources import FIELD, FIELD_SLOTS, NEWLINE, POS, SAME
 from .hashing import history
 
 # the field-selected weights' rows: (field number: the first field_selecting_fields one by one, the later ones
@@ -40,14 +40,16 @@ def unit_centre(activation_code):
 
 
 @inline_kernel
-def set_rows(hist, ctx_int, fields, a_t, fsel_row, field_fields, field_positions, order2, units, centre):
+def set_rows(src, a_t, fsel_row, field_fields, field_positions, order2, units, centre):
     """Each shared weight set's row for the next symbol into ``fsel_row``, in the order of their rows in
-    ``fsel_w`` (``selecting_rows``): the field set's, the order-2 set's, the unit set's.
+    ``fsel_w`` (``selecting_rows``): the field set's, the order-2 set's, the unit set's.  The line and
+    field structure is read from the sources ``src`` (``sources.Sources``).
 
     ``a_t`` is the recurrent units' activities now (unit 0, the bias, first); the unit set's row is
     sum_i 2^(i-1) [a_i > centre] over units 1 ... ``units``, ``centre`` the middle of the activation's range
     (``unit_centre``: 0 for tanh, 1/2 for the logistic).
     """
+    hist, ctx_int, fields = src.hist, src.ctx_int, src.fields
     j = 0
     base = 0
     if field_fields > 0:

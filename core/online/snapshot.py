@@ -21,7 +21,7 @@ import numpy as np
 
 from ..kernels.elementary import numerics_marker
 from .config import OnlineConfig
-from .context import (ABOVE, EMPTY, FIELD, FIELD_SLOTS, LINE_START, MATCH_LEN, MATCH_PTR,
+from .sources import (ABOVE, EMPTY, FIELD, FIELD_SLOTS, LINE_START, MATCH_LEN, MATCH_PTR,
                       NNZ, ORDER0_TOTAL, POS, PREV_LINE_LEN, PREV_LINE_START, SAME)
 from .maps import MAP_COUNT_LIMIT, MAP_KNOT, MAP_POINTS, MAP_ROW_A, MAP_ROW_B, MAP_TOP
 from .numbers import (AFTER, CHANGE, LAST, LENGTH, N_BUCKET, N_KEYED, N_ON_TRACK, N_PREDICTED, N_RUN, N_STREAK,
@@ -336,7 +336,7 @@ def _maps_out_of_range(state: OnlineState) -> bool:
 
 
 def _check_context(config: OnlineConfig, state: OnlineState) -> None:
-    """The context units' tables, history and positions must be what ``context.py`` can have written."""
+    """The context units' tables, history and positions must be what ``sources.py`` can have written."""
     cap = config.alphabet_cap
     sources = np.array(config.sources, dtype=np.int64).reshape(-1, 2)
     if not np.array_equal(state.ctx_kind, sources):

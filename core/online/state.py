@@ -2,10 +2,12 @@
 
 The state is a flat set of NumPy arrays (a named tuple, so one argument
 carries it into the Numba kernels) sized by the configuration only: nothing
-in it grows with the length of the stream.  A compiled call counts a
-reference on every array of a tuple argument, so the kernels run for every
-symbol (context sources, writing step, metric blocks) take the arrays they
-use one by one instead (``docs/architecture.md``).
+in it grows with the length of the stream.  It is flat because it is what a
+snapshot holds, array by array (``snapshot.py``).  The kernels read it
+through smaller named tuples of the arrays each part owns, made inside the
+compiled code at no cost (no reference counting, ``jit.py``):
+``sources.Sources``, ``mixer.Mixer``, ``maps.Maps`` and
+``writing.Writing``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ..kernels.elementary import NUMERICS, logistic, tanh
 from ..kernels.network import Network
 from ..model import random_graph
 from .config import F, H, OnlineConfig
-from .context import CTX_INTS, FIELD_SLOTS, FOLLOWER_BASE, MATCH, MATCH_BUCKETS, POS, SAME, SELECTING_BUCKETS
+from .sources import CTX_INTS, FIELD_SLOTS, FOLLOWER_BASE, MATCH, MATCH_BUCKETS, POS, SAME, SELECTING_BUCKETS
 from .growth import BITS, initial_bits
 from .maps import MAP_POINTS, initial_maps, map_rows
 from .numbers import NUMBER_BUCKETS, NUMBER_CONTEXTS, NUMBER_DIGITS, NUMBER_INTS, N_PREDICTED, N_VOTED
@@ -71,7 +73,7 @@ class OnlineState(NamedTuple):
     saved_tau: np.ndarray  # (A+1, N+1, D) work: touched blocks before a tried step, to undo it exactly
     reals: np.ndarray  # (REALS,) float64: ETA_TAU, ETA_W, WINDOW_GAIN
     counts: np.ndarray  # (COUNTS,) int64: SYMBOLS, ACTIVE, WINDOW_POS, WINDOWS, REJECTED, NONFINITE
-    # context units (context.py); S sources, empty arrays when there are none.  T = 2^context_bits
+    # context units (sources.py, mixer.py); S sources, empty arrays when there are none.  T = 2^context_bits
     # slots per source, E = context_entries, H = 2^history_bits
     ctx_kind: np.ndarray  # (S, 2) int64: (kind, order) of each source
     ctx_w: np.ndarray  # (S, A+1) context weights c_sy
@@ -88,26 +90,26 @@ class OnlineState(NamedTuple):
     ctx_slot: np.ndarray  # (S,) int64: each source's slot for the current position
     ctx_found: np.ndarray  # (S,) int64: 1 if that slot holds the current context
     ctx_want: np.ndarray  # (S,) uint32: the current context's check word
-    ctx_int: np.ndarray  # (context.CTX_INTS,) int64: stream position, match and line state
+    ctx_int: np.ndarray  # (sources.CTX_INTS,) int64: stream position, match and line state
     order0: np.ndarray  # (A,) int64 (empty without sources): order-0 counts
     hist: np.ndarray  # (H,) uint8 (alphabets of 256 or fewer) or uint16: the last H symbols, a ring
     match_table: np.ndarray  # (2^match_bits,) int64: position + 1 after each hashed context
-    match_stats: np.ndarray  # (2, context.MATCH_BUCKETS) int64: hits and tries per match length
+    match_stats: np.ndarray  # (2, sources.MATCH_BUCKETS) int64: hits and tries per match length
     feat: np.ndarray  # (S, A+1) work: the context units' activities (all zero between symbols)
     feat_nz: np.ndarray  # (S*E + S, 2) int64 work: the non-zero entries of feat
     offset: np.ndarray  # (K+1, A+1): the context units' votes over the window
     acc: np.ndarray  # (A,) work: the chain's sparse part
     acc_mark: np.ndarray  # (A,) int64 work
     acc_list: np.ndarray  # (S*E,) int64 work
-    # the selected weights (context.py, the mixer); empty arrays when they are off.  R = S + 1 metric blocks,
-    # one per number of sources whose context was found; context.SELECTING_BUCKETS * R rows of weights
+    # the selected weights (mixer.py); empty arrays when they are off.  R = S + 1 metric blocks,
+    # one per number of sources whose context was found; sources.SELECTING_BUCKETS * R rows of weights
     sel_w: np.ndarray  # (SELECTING_BUCKETS * R, S) the weights u[row, s]
     sel_P: np.ndarray  # (R, S, S) inverse discounted outer-product metric of each block (step "block")
     sel_h: np.ndarray  # (SELECTING_BUCKETS * R, S) discounted outer-product metric of each weight (step "diagonal")
     sel_updates: np.ndarray  # (R,) int64: contributions received by each block
     sel_row: np.ndarray  # (S+1,) int64 work: each source's row for the next symbol, then the block
     fields: np.ndarray  # (2, FIELD_SLOTS + 2) int64: field starts of this line and the previous, the symbol
-    # above and whether the field so far repeats the previous line's (field column; context.ABOVE, SAME)
+    # above and whether the field so far repeats the previous line's (field column; sources.ABOVE, SAME)
     # the shared weight sets beside u (selecting.py), rows stacked: the field set's, then the order-2 set's
     # (ORDER2_SELECTING_ROWS), the unit set's, each present with its setting (selecting.selecting_rows)
     fsel_w: np.ndarray  # (rows, S) the weights v[row, s], or (0, S)

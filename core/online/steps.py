@@ -20,11 +20,12 @@ from ..kernels.elementary import log2_of
 from ..kernels.forward import evolve_into, softmax_offset_into
 from .alphabet import RETIRED_ESCAPE_BIAS, activate_symbol
 from .config import F
-from .context import POS, clear_features, features, observe
 from .growth import grow_tables
+from .maps import learn_maps, maps_of, refine
+from .mixer import mixer_of, select, vote
 from .selecting import set_rows, unit_centre
-from .maps import learn_maps, refine
-from .state import ACTIVE, ETA_W, SYMBOLS, WINDOW_POS, network
+from .sources import NNZ, POS, activities, clear_activities, locate, observe, sources_of
+from .state import ACTIVE, SYMBOLS, WINDOW_POS, network
 from .window import window_update
 from .writing import writing_step
 
@@ -49,19 +50,20 @@ def learn_buffer(st, hyper, flags, symbols, bits):
 def predict_step(st, flags):
     """The prediction for the next symbol, into ``st.pi[window position]``; returns the active width.
 
-    With context units it leaves their activities in ``st.feat`` for ``learn_step``.
+    With context units it leaves their activities in ``st.feat`` for ``learn_step``: the sources find their
+    contexts and read their counts (``sources.py``), the mixer chooses its rows and votes (``mixer.py``).
     """
     k = st.counts[WINDOW_POS]
     width = st.counts[ACTIVE] + 1
     if st.ctx_kind.shape[0] > 0:
-        set_rows(st.hist, st.ctx_int, st.fields, st.a[k], st.fsel_row, flags[F.field_set_fields],
-                 flags[F.field_selecting_positions], flags[F.order2_selected_weights], flags[F.unit_set_units],
-                 unit_centre(flags[F.activation_code]))
-        features(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
-                 st.ctx_want, st.grown, st.ctx_cnt, st.ctx_sym, st.order0, st.acc, st.acc_list, st.acc_mark, st.match_stats,
-                 st.number_int, st.number_digits, st.number_stats, st.code_of, st.numerics, st.feat, st.feat_nz,
-                 st.ctx_w, st.sel_w, st.sel_row, st.fsel_w, st.fsel_row, flags[F.alphabet_cap], flags[F.context_bits],
-                 st.offset[k], width)
+        src = sources_of(st)
+        mix = mixer_of(st)
+        set_rows(src, st.a[k], st.fsel_row, flags[F.field_set_fields], flags[F.field_selecting_positions],
+                 flags[F.order2_selected_weights], flags[F.unit_set_units], unit_centre(flags[F.activation_code]))
+        locate(src, flags[F.context_bits])
+        activities(src, st.code_of, st.numerics, flags[F.alphabet_cap], st.feat, st.feat_nz, st.sel_row)
+        select(mix)
+        vote(mix, st.ctx_int[NNZ], st.offset[k], width)
     if flags[F.close_escape] == 1 and width > flags[F.alphabet_cap] and st.w[0, 0] != RETIRED_ESCAPE_BIAS:
         # the alphabet is full and the window that filled it still runs: the escape cannot occur, so it
         # votes the retired bias; the offset row is the window's record of that, used again when the
@@ -69,8 +71,8 @@ def predict_step(st, flags):
         st.offset[k, 0] = RETIRED_ESCAPE_BIAS
     softmax_offset_into(st.a[k], st.w[:, :width], st.offset[k], st.pi[k, :width], st.numerics)
     if st.maps.shape[0] > 0:
-        refine(st.maps, st.map_at, st.map_frac, st.coded, st.pi[k], st.hist, st.ctx_int, st.code_of, st.fsel_row,
-               flags[F.field_set_fields] > 0, st.numerics, width)
+        refine(maps_of(st), st.pi[k], sources_of(st), st.code_of, st.fsel_row, flags[F.field_set_fields] > 0,
+               st.numerics, width)
     return width
 
 
@@ -90,29 +92,21 @@ def learn_step(st, hyper, flags, symbol):
     N1 = st.inputs.shape[0]
     k = st.counts[WINDOW_POS]
     width = st.counts[ACTIVE] + 1
-    a_t = st.a[k]
-    pi_t = st.pi[k]
     code = st.code_of[symbol]
     target = code
     first = 1 if st.counts[ACTIVE] == cap else 0
     if st.maps.shape[0] > 0:
-        learn_maps(st.maps, st.map_counts, st.map_at, st.map_frac, target)
-    writing_step(st.w, st.h0, st.hd, st.scratch, st.sel_w, st.sel_row, st.sel_h, st.sel_P, st.sel_updates, st.fsel_w,
-                 st.fsel_row, st.fsel_h, st.ctx_w, st.ctx_P, st.ctx_updates, st.ctx_updated, st.feat, st.feat_nz,
-                 st.ctx_int, st.ctx_work, st.counts[SYMBOLS], st.reals[ETA_W], hyper, flags, a_t, pi_t, target, first,
-                 width)
+        learn_maps(maps_of(st), target)
+    writing_step(st, hyper, flags, k, target, first, width)
     if code == 0:
         code = activate_symbol(st, hyper, flags, symbol)
         width += 1
     if st.ctx_kind.shape[0] > 0:
-        clear_features(st.ctx_int, st.feat, st.feat_nz)
-        observe(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_tag,
-                st.ctx_want, st.grown, st.ctx_cnt, st.ctx_sym, st.order0, st.match_stats, st.match_table,
-                st.number_int, st.number_digits, st.number_table, st.number_stats, symbol, flags[F.count_limit],
-                flags[F.match_min])
+        clear_activities(st.ctx_int, st.feat, st.feat_nz)
+        src = sources_of(st)
+        observe(src, symbol, flags[F.count_limit], flags[F.match_min])
         if st.grown.shape[0] > 0:
-            grow_tables(st.grown, st.ctx_tag, st.ctx_sym, st.ctx_cnt, st.match_table, st.hist, st.ctx_int[POS],
-                        flags[F.context_bits], flags[F.match_bits], flags[F.match_min])
+            grow_tables(src, st.ctx_int[POS], flags[F.context_bits], flags[F.match_bits], flags[F.match_min])
     st.x[k] = code
     st.targets[k] = target
     st.counts[SYMBOLS] += 1
@@ -150,5 +144,5 @@ def predict_into(st, flags, out):
     for y in range(width):
         out[y] = pi_t[y]
     if st.ctx_kind.shape[0] > 0:
-        clear_features(st.ctx_int, st.feat, st.feat_nz)
+        clear_activities(st.ctx_int, st.feat, st.feat_nz)
     return width

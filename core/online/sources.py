@@ -1,4 +1,4 @@
-"""Context units: online count models whose predictions vote in the writing layer.
+"""The context sources: online count models whose predictions vote in the writing layer.
 
 Seed 000's output layer is a vote (eq. 6): every active unit sways the
 softmax through its writing weights.  A *context unit* is a unit whose
@@ -8,8 +8,12 @@ the next symbol, one value per symbol, x_s(y).  The logits become
     sum_i a_i w_iy  +  sum_s x_s(y) c_sy
 
 and the writing update trains the context weights c_sy with the same
-discounted quasi-diagonal Newton step (eqs. 17-21) as the recurrent units'
-weights: per symbol, each source learns how far it is to be trusted.
+discounted Newton step (eqs. 17-21) as the recurrent units' weights: per
+symbol, each source learns how far it is to be trusted.  This module holds
+the sources: it finds each one's context (``locate``), reads its counts into
+the activities x_s(y) (``activities``) and counts the symbol that came
+(``observe``).  What the activities are worth, the mixer learns
+(``mixer.py``).
 
 Sources (each deterministic, bounded in memory, O(small) per symbol):
 
@@ -67,32 +71,13 @@ The line structure uses symbol 10 (newline) and fields symbols 32 and 9
 (space, tab), so column, field column and word help byte streams; on other
 alphabets they are harmless and can be switched off.
 
-**The mixer** (``selected_weights``; ``docs/online.md``, "The mixer").  Each
-vote also carries weights shared by all symbols, chosen by small selecting
-contexts:
-
-    sum_s x_s(y) (c_sy + u[r_s, s] + v[q, s] + z[o, s] + z'[n, s]),   r_s = b_s * (S + 1) + k,
-
-b_s the state of source s's context (how often it was seen and how many
-distinct symbols followed it; for the match and number sources, the length
-or position of their prediction), k how many sources found their context,
-and q (``field_selected_weights``) where the next symbol falls in its line
-and field: ((min(field number, F - 1) * 2 + the field so far repeats the line
-above) * P + min(position in the field, P - 1)) * 4 + the kind of the last
-symbol (digit, letter, space/tab/newline, other), F and P the settings
-``field_selecting_fields`` and ``field_selecting_positions``,
-o (``order2_selected_weights``) the last two symbols, hashed into 4096
-rows, and n (``unit_selected_weights``) the signs of the recurrent units'
-activities a_1 ... a_U (U = min(units, 8), 2^U rows): the recurrent state
-chooses a weight vector of the mix.  The PAQ compressors choose their
-mixers' weight vectors by such small contexts (Mahoney, "Data Compression
-Explained", on context mixing).
-``writing.selected_writing_update`` steps them first, by a Newton step in
-their outer-product metric (seed 004, Definition 14), kept per weight by
-default; the per-symbol weights then step on the error that remains.
+What the sources say, the mixer (``mixer.py``) weighs: the activities x_s(y)
+are its inputs.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -103,7 +88,7 @@ from .hashing import EMPTY, absorb, hashed, history, log2_ceil, slot_and_tag
 from .hits import credit, log_odds
 from .numbers import number_vote, observe_numbers
 
-# source kinds (OnlineState.ctx_kind[s, 0]; ctx_kind[s, 1] is the order for ORDER)
+# source kinds (Sources.ctx_kind[s, 0]; ctx_kind[s, 1] is the order for ORDER)
 ORDER, COLUMN, WORD, MATCH, FIELD_COLUMN, INDIRECT, NUMBER = 0, 1, 2, 3, 4, 5, 6
 FIELD_SLOTS = 64  # fields of a line the field column tells apart; OnlineState.fields has FIELD_SLOTS + 2 columns
 # OnlineState.fields[0, ABOVE]: the symbol above the current position (EMPTY: nothing), found by locate for
@@ -121,6 +106,42 @@ MATCH_VERIFY = 32  # longest length credited to a match found by hash (it grows 
 SELECTING_BUCKETS = 17
 
 
+class Sources(NamedTuple):
+    """The arrays of the learner's state (``state.OnlineState``, which documents each) that the sources read
+    and write: their tables, the history and the line structure.  ``sources_of`` takes them from the state."""
+
+    ctx_kind: np.ndarray
+    ctx_int: np.ndarray
+    hist: np.ndarray
+    fields: np.ndarray
+    followers: np.ndarray
+    ctx_slot: np.ndarray
+    ctx_found: np.ndarray
+    ctx_want: np.ndarray
+    ctx_tag: np.ndarray
+    ctx_sym: np.ndarray
+    ctx_cnt: np.ndarray
+    grown: np.ndarray
+    order0: np.ndarray
+    acc: np.ndarray
+    acc_list: np.ndarray
+    acc_mark: np.ndarray
+    match_table: np.ndarray
+    match_stats: np.ndarray
+    number_table: np.ndarray
+    number_int: np.ndarray
+    number_digits: np.ndarray
+    number_stats: np.ndarray
+
+
+@inline_kernel
+def sources_of(st):
+    """The sources' arrays of the state ``st`` (``Sources``)."""
+    return Sources(st.ctx_kind, st.ctx_int, st.hist, st.fields, st.followers, st.ctx_slot, st.ctx_found, st.ctx_want,
+                   st.ctx_tag, st.ctx_sym, st.ctx_cnt, st.grown, st.order0, st.acc, st.acc_list, st.acc_mark,
+                   st.match_table, st.match_stats, st.number_table, st.number_int, st.number_digits, st.number_stats)
+
+
 @inline_kernel
 def _is_word_symbol(s):
     return (48 <= s <= 57) or (65 <= s <= 90) or (97 <= s <= 122) or s >= 128
@@ -135,10 +156,12 @@ def _match_bucket(length):
 
 
 @kernel
-def locate(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, grown, ctx_cnt, bits):
-    """Find every hashed source's slot for the current position (ctx_slot, ctx_found): in a table of
-    2^bits slots, or, if the tables grow, in the bucket of its own table that the context hashes to
-    (``grown``, ``growth.find_slot``)."""
+def locate(src, bits):
+    """Find every hashed source's slot for the current position (``src.ctx_slot``, ``src.ctx_found``): in a
+    table of 2^bits slots, or, if the tables grow, in the bucket of its own table that the context hashes to
+    (``src.grown``, ``growth.find_slot``)."""
+    ctx_kind, ctx_int, hist, fields, followers = src.ctx_kind, src.ctx_int, src.hist, src.fields, src.followers
+    ctx_tag, ctx_cnt, grown = src.ctx_tag, src.ctx_cnt, src.grown
     S = ctx_kind.shape[0]
     max_order = 0
     for s in range(S):
@@ -189,9 +212,9 @@ def locate(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_
         else:
             slot, tag = slot_and_tag(key, s, bits)
             found = 1 if ctx_tag[s, slot] == tag else 0
-        ctx_slot[s] = slot
-        ctx_found[s] = found
-        ctx_want[s] = tag
+        src.ctx_slot[s] = slot
+        src.ctx_found[s] = found
+        src.ctx_want[s] = tag
 
 
 @inline_kernel
@@ -236,44 +259,42 @@ def _count_state(n, u):
 
 
 @kernel
-def features(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, grown, ctx_cnt,
-             ctx_sym, order0, acc, acc_list, acc_mark, match_stats, number_int, number_digits, number_stats, code_of,
-             numerics, feat, feat_nz, ctx_w, sel_w, sel_row, fsel_w, fsel_row, cap, bits, offset, width):
-    """The context units' activities for the next symbol, and their votes.
+def activities(src, code_of, numerics, cap, feat, feat_nz, states):
+    """The context units' activities for the next symbol, from the slots ``locate`` found.
 
-    Writes x_s(y) into ``feat`` (listing the non-zero entries in
-    ``feat_nz``) and ``offset[y] = sum_s x_s(y) c_sy`` over the active
-    codes ``y < width``, plus ``x_s(y) u[r_s, s]`` with the selected weights
-    (their rows r_s, then the block k, in ``sel_row``) and ``x_s(y) v[q, s]``
-    with each other shared set (the field-, order-2- and unit-selected
-    weights, one row of each in ``fsel_row``, which ``selecting.set_rows``
-    wrote).
+    Writes x_s(y) into ``feat`` for the active codes and lists the non-zero
+    entries in ``feat_nz`` (their number in ``src.ctx_int[NNZ]``).  With the
+    mixer's selected weights, ``states`` (its row array, ``mixer.select``)
+    receives each source's state b_s in 0 .. SELECTING_BUCKETS - 1 (0: it
+    does not vote), then at index S the number k of hashed sources whose
+    context was found; ``states`` is empty without them.
     """
-    locate(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, grown, ctx_cnt, bits)
+    ctx_kind, ctx_int, hist, ctx_found, ctx_slot = src.ctx_kind, src.ctx_int, src.hist, src.ctx_found, src.ctx_slot
+    ctx_sym, ctx_cnt, order0, acc, acc_list, acc_mark = src.ctx_sym, src.ctx_cnt, src.order0, src.acc, src.acc_list, \
+        src.acc_mark
     S = ctx_kind.shape[0]
     M = ctx_sym.shape[2]
     ctx_int[NNZ] = 0
-    selected = sel_w.shape[0] > 0
+    selected = states.shape[0] > 0
     if selected:
         found = 0
         for s in range(S):
             if ctx_kind[s, 0] != MATCH and ctx_kind[s, 0] != NUMBER:
                 found += ctx_found[s]
         for s in range(S):
-            sel_row[s] = found  # state 0 until the source votes: silent
-        sel_row[S] = found
-    sets = fsel_row.shape[0]  # the shared weight sets beside u, stacked in fsel_w (set_rows)
+            states[s] = 0  # silent until the source votes
+        states[S] = found
     # the interpolated chain: acc(y) = scale * p_0(y) + extra[y], with extra kept sparse
     scale = 1.0
     n_list = 0
     for s in range(S):
         kind = ctx_kind[s, 0]
         if kind == NUMBER:
-            code, value, position = number_vote(number_int, number_digits, number_stats, code_of, numerics)
+            code, value, position = number_vote(src.number_int, src.number_digits, src.number_stats, code_of, numerics)
             if code > 0:
                 _add_feature(feat, feat_nz, ctx_int, s, code, value)
                 if selected:
-                    sel_row[s] = (1 + min(position, SELECTING_BUCKETS - 2)) * (S + 1) + sel_row[S]
+                    states[s] = 1 + min(position, SELECTING_BUCKETS - 2)
             continue
         if kind == MATCH:
             length = ctx_int[MATCH_LEN]
@@ -281,9 +302,9 @@ def features(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ct
                 H = hist.shape[0]
                 predicted = np.int64(hist[ctx_int[MATCH_PTR] % H])
                 b = _match_bucket(length)
-                _add_feature(feat, feat_nz, ctx_int, s, code_of[predicted], log_odds(numerics, match_stats, b))
+                _add_feature(feat, feat_nz, ctx_int, s, code_of[predicted], log_odds(numerics, src.match_stats, b))
                 if selected:
-                    sel_row[s] = (1 + min(b, SELECTING_BUCKETS - 2)) * (S + 1) + sel_row[S]
+                    states[s] = 1 + min(b, SELECTING_BUCKETS - 2)
             continue
         if ctx_found[s] == 0:
             continue
@@ -298,7 +319,7 @@ def features(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ct
         if u == 0:
             continue
         if selected:
-            sel_row[s] = _count_state(n, u) * (S + 1) + sel_row[S]
+            states[s] = _count_state(n, u)
         if kind == ORDER:
             for e in range(M):
                 c = np.int64(ctx_cnt[s, slot, e])
@@ -330,37 +351,28 @@ def features(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ct
         y = acc_list[q]
         acc[y] = 0.0
         acc_mark[y] = 0
-    for y in range(width):
-        offset[y] = 0.0
-    for q in range(ctx_int[NNZ]):
-        s = feat_nz[q, 0]
-        y = feat_nz[q, 1]
-        weight = ctx_w[s, y]
-        if selected:
-            weight += sel_w[sel_row[s], s]
-            for j in range(sets):
-                weight += fsel_w[fsel_row[j], s]
-        offset[y] += feat[s, y] * weight
 
 
 @kernel
-def clear_features(ctx_int, feat, feat_nz):
-    """Zero the entries ``features`` wrote (the feature array stays all-zero between symbols)."""
+def clear_activities(ctx_int, feat, feat_nz):
+    """Zero the entries ``activities`` wrote (the feature array stays all-zero between symbols)."""
     for q in range(ctx_int[NNZ]):
         feat[feat_nz[q, 0], feat_nz[q, 1]] = 0.0
     ctx_int[NNZ] = 0
 
 
 @kernel
-def observe(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx_tag, ctx_want, grown, ctx_cnt,
-            ctx_sym, order0, match_stats, match_table, number_int, number_digits, number_table, number_stats, symbol,
-            limit, match_min):
+def observe(src, symbol, limit, match_min):
     """Count ``symbol`` in every source's current context, then append it to the history.
 
-    The slots were found by ``features`` (``locate``) for this position.  A
-    slot holding another context is taken over; a full slot gives up its
-    least counted entry; a count reaching ``limit`` halves the slot's counts.
+    The slots were found by ``locate`` for this position.  A slot holding
+    another context is taken over; a full slot gives up its least counted
+    entry; a count reaching ``limit`` halves the slot's counts.
     """
+    ctx_kind, ctx_int, hist, fields, followers = src.ctx_kind, src.ctx_int, src.hist, src.fields, src.followers
+    ctx_slot, ctx_found, ctx_tag, ctx_want, grown = src.ctx_slot, src.ctx_found, src.ctx_tag, src.ctx_want, src.grown
+    ctx_sym, ctx_cnt, order0, match_stats, match_table = src.ctx_sym, src.ctx_cnt, src.order0, src.match_stats, \
+        src.match_table
     S = ctx_kind.shape[0]
     M = ctx_sym.shape[2]
     H = hist.shape[0]
@@ -368,7 +380,8 @@ def observe(ctx_kind, ctx_int, hist, fields, followers, ctx_slot, ctx_found, ctx
     for s in range(S):
         kind = ctx_kind[s, 0]
         if kind == NUMBER:
-            observe_numbers(hist, t, number_int, number_digits, number_table, number_stats, symbol, limit)
+            observe_numbers(hist, t, src.number_int, src.number_digits, src.number_table, src.number_stats, symbol,
+                            limit)
             continue
         if kind == MATCH:
             length = ctx_int[MATCH_LEN]
