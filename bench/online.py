@@ -339,7 +339,7 @@ def _drivers():
     from seqd.core.kernels.network import Network
     from seqd.core.online.config import H
     from seqd.core.online.state import ACTIVE
-    from seqd.core.online.writing import writing_step
+    from seqd.core.online.steps import writing_step
 
     @kernel
     def predict_and_evolve(st, hyper, flags, symbols, with_writing):
@@ -402,7 +402,8 @@ def byte_model_cost(data: bytes, name: str) -> list[str]:
     sources = _cpu(sources_only, st.state, st._flags, x)
     lines = [f"The byte model (`OnlineConfig.bytes_default()`) on {name}, a second pass as above:", ""]
     parts = [
-        ("context sources: find each context, read its counts, count the symbol (`sources.py`)", sources),
+        ("context sources: find each context, read its counts, count the symbol (`sources.py`; since seqd 0.19's "
+         "house step without the mixer's rows and vote, which count in the mixing)", sources),
         ("the mixing: rows and votes, softmax, the context and selected weights' steps, the units' writing "
          "weights (`mixer.py`, `writing.py`)", no_units - sources),
         (f"the {BYTES.units} recurrent units: state evolution and the window step (`window.py`; the model "

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
 from naive import Case
@@ -19,13 +17,6 @@ def view(kind, st):
     """The named tuple ``kind`` (``sources.Sources``, ``mixer.Mixer``, ...) of the state ``st``'s arrays, as the
     kernels' own ``sources_of``, ``mixer_of``, ... make it."""
     return kind(*(getattr(st, name) for name in kind._fields))
-
-
-def with_state(kernel, st, *rest):
-    """Call an online-learner kernel whose leading parameters are arrays of the state ``st``, named as its fields
-    (the kernels take the arrays they use one by one), followed by ``rest``."""
-    names = list(inspect.signature(getattr(kernel, "py_func", kernel)).parameters)  # plain under NUMBA_DISABLE_JIT
-    return kernel(*(getattr(st, name) for name in names[:len(names) - len(rest)]), *rest)
 
 
 def k_network(c: Case, tau=None, rho=None) -> Network:

@@ -630,10 +630,10 @@ def count_in_context(table, symbol, limit):
 
 
 class ContextReference:
-    """The context sources of ``context.py``: order-k chain, column, word and match.
+    """The context sources of ``sources.py``: order-k chain, column, word and match.
 
     ``sources`` is a list of (kind, order) pairs as ``OnlineConfig.sources``.
-    :meth:`features` gives, per source, {symbol: x_s(symbol)} for the next
+    :meth:`activities` gives, per source, {symbol: x_s(symbol)} for the next
     symbol; :meth:`observe` counts the symbol and appends it to the history.
 
     * order k: the context is the tuple of the last k symbols (BEFORE_START for
@@ -744,7 +744,7 @@ class ContextReference:
         return (self.order0.get(y, 0) + 0.5) / (len(self.history) + 0.5 * self.cap)
 
     # -- predictions --------------------------------------------------------------------
-    def features(self):
+    def activities(self):
         """[{symbol: x_s(symbol)} for each source]: the non-zero activities (and the match's vote)."""
         out = []
         chain = []  # (counts, n, u) of the orders below with a known context, lowest first

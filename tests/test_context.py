@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 import naive
-from kernel_runs import view, with_state
+from kernel_runs import view
 from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online import snapshot
 from seqd.core.online.sources import (
@@ -68,7 +68,7 @@ from seqd.core.online.numbers import N_BUCKET, N_KEY, N_PREDICTED, N_RUN, N_VOTE
 from seqd.core.online.numbers import TAG as NUMBER_TAG
 from seqd.core.online.config import SELECTED_STEPS, H
 from seqd.core.online.mixer import Mixer, context_writing_update, select, selected_writing_update, vote
-from seqd.core.online.writing import writing_step
+from seqd.core.online.steps import writing_step
 from seqd.core.online.state import ACTIVE, ETA_W, SYMBOLS, WINDOW_POS, OnlineState, new_state
 
 REL = 1e-12
@@ -143,7 +143,7 @@ def reference_for(cfg, **kwargs):
                                   cfg.match_min, **kwargs)
 
 
-def kernel_features(st):
+def kernel_activities(st):
     """{(source, code): x} for the entries ``activities`` listed (a match's vote may be exactly 0)."""
     listed = {}
     for q in range(int(st.ctx_int[NNZ])):
@@ -257,12 +257,12 @@ def compare_with_reference(cfg, x, references, check_all=True):
         activities(src, st.code_of, st.numerics, cap, st.feat, st.feat_nz, st.sel_row)
         select(mix)
         vote(mix, int(st.ctx_int[NNZ]), offset, width)
-        got = kernel_features(st)
+        got = kernel_activities(st)
         for r, (ref, storage) in enumerate(zip(references, storages)):
             for s in hashed:
                 storage.arrive(s, int(st.ctx_slot[s]))
             codes = ref.codes()
-            want = {(s, codes[y]): v for s, votes in enumerate(ref.features()) for y, v in votes.items()}
+            want = {(s, codes[y]): v for s, votes in enumerate(ref.activities()) for y, v in votes.items()}
             found = [int(st.ctx_found[s]) for s in hashed]
             ref_found = [int(ref.found(s)) for s in hashed]
             if check_all:
@@ -307,7 +307,7 @@ def compare_with_reference(cfg, x, references, check_all=True):
                     int(st.ctx_int[MATCH_LEN]) == ref.match_length
                 if not agree:
                     first_disagreement[r] = t
-        with_state(clear_activities, st)
+        clear_activities(st.ctx_int, st.feat, st.feat_nz)
         if st.code_of[symbol] == 0:
             activate_symbol(st, hyper, flags, symbol)
         if cfg.number_context:
@@ -329,7 +329,7 @@ CASES = [("roomy", kind, stream) for kind in KINDS for stream in STREAMS] + \
 
 
 @pytest.mark.parametrize("size,kind,stream", CASES, ids=["-".join(c) for c in CASES])
-def test_features_match_the_dictionary_reference(size, kind, stream):
+def test_activities_match_the_dictionary_reference(size, kind, stream):
     cfg = OnlineConfig(**{**(ROOMY if size == "roomy" else CRAMPED), **KINDS[kind]})
     x = STREAMS[stream]()
     ref = reference_for(cfg)
@@ -487,7 +487,7 @@ def test_a_full_chain_votes_as_the_interpolated_estimate():
     ref = reference_for(cfg)
     for symbol in x[:-1]:
         ref.observe(int(symbol))
-    votes = ref.features()
+    votes = ref.activities()
     known = [ref.tables[s][ref.context(s)] for s in range(3) if ref.found(s)]
     assert len(known) == 3  # every order knows the last context
     lam = sum(math.log((sum(c for _, c in t if c) + sum(1 for _, c in t if c)) / sum(1 for _, c in t if c))
@@ -507,7 +507,7 @@ def test_a_full_chain_votes_as_the_interpolated_estimate():
         assert total == pytest.approx(math.log(p[y]) - math.log(p0[y]) + lam, rel=1e-12, abs=1e-12)
 
 
-def test_learn_counts_what_features_and_observe_count():
+def test_learn_counts_what_activities_and_observe_count():
     """``learn`` runs the sources as driven here, with the settings of the configuration."""
     cfg = OnlineConfig(units=3, degree=2, alphabet_cap=128, window=7, context_orders=(1, 2, 4), column_context=True,
                        word_context=True, match_min=5, context_bits=12, history_bits=11, match_bits=11,

@@ -26,8 +26,7 @@ from seqd.core.online import OnlineConfig
 # The kernels and state layout compared here: internal entry points, imported in this one place only.
 from seqd.core.online.sources import NNZ
 from seqd.core.online.alphabet import activate_symbol, unit_uniform
-from seqd.core.online.steps import predict_step
-from seqd.core.online.writing import writing_step
+from seqd.core.online.steps import predict_step, writing_step
 from seqd.core.online.state import ACTIVE, WINDOW_POS, OnlineState, new_state
 
 REL = 1e-12

@@ -63,8 +63,9 @@ def credit_before_window(st, hyper, flags, n_touched):
             scale = st.credit_scale[j]
             for r in range(D):
                 u[r] = scale * st.credit[code, j, r]
-                st.G[code, j, r] += b * u[r]
-            metric_contribution(st.metric[code, j], u, st.m[0, j], discounting, st.block_updates[code, j], qd, work)
+                st.G[code, j, r] += b * u[r]  # eq. 25
+            metric_contribution(st.metric[code, j], u, st.m[0, j], discounting, st.block_updates[code, j], qd,
+                                work)  # eq. 26
             st.block_updates[code, j] += 1
 
 

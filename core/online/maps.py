@@ -13,7 +13,7 @@ stream is mostly made of ("the next byte is the one the mix expects"):
   (at most MAP_POINTS - 2, so that j + 1 is a knot), f = x - j;
 * two maps, each a table of MAP_POINTS estimates per context row, read
   between the knots: e = (1 - f) T[row, j] + f T[row, j + 1].  Map A's row
-  is the match source's state (its length bucket, ``context._match_bucket``,
+  is the match source's state (its length bucket, ``sources._match_bucket``,
   and whether the symbol it predicts is y*); map B's is the field set's row
   (``selecting._field_selecting_row``; 0 without the field-selected weights)
   times 4 plus the match length up to 3;

@@ -123,7 +123,7 @@ def context_writing_update(mix, nnz, symbols, eta, hyper, curv, err, target):
     Symbol y's context weights c_.y form one block with the full discounted
     metric sum c_y x(y) x(y)^T (the one-symbol Fisher information of eq. 18
     with the activities x_s(y) of ``sources.py``), kept inverted by Sherman-Morrison
-    like the transition blocks, with the prior of ``writing_update`` centred on
+    like the transition blocks, with the prior of ``writing.writing_update`` centred on
     the initial weight.  The block is full, not quasi-diagonal: the sources
     are strongly correlated (every order of a chain votes for the same
     symbols), and independent coordinate steps would add up to several times

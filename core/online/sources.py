@@ -102,7 +102,8 @@ NEWLINE = 10
 MATCH_BUCKETS = 24  # match lengths 0..15 one by one, then 16-23, 24-31, ... (see _match_bucket)
 MATCH_VERIFY = 32  # longest length credited to a match found by hash (it grows by one per hit after)
 # the selected weights' source states b_s: 0 for a source that does not vote, 1..14 for a count source's
-# (total, distinct) (_count_state), 2..16 for the match source's length (1 + its bucket, the long ones merged)
+# (total, distinct) (_count_state), 1..16 for the match source's length and the number source's position
+# (1 + its bucket or position, the long ones merged)
 SELECTING_BUCKETS = 17
 
 
@@ -163,10 +164,6 @@ def locate(src, bits):
     ctx_kind, ctx_int, hist, fields, followers = src.ctx_kind, src.ctx_int, src.hist, src.fields, src.followers
     ctx_tag, ctx_cnt, grown = src.ctx_tag, src.ctx_cnt, src.grown
     S = ctx_kind.shape[0]
-    max_order = 0
-    for s in range(S):
-        if ctx_kind[s, 0] == ORDER and ctx_kind[s, 1] > max_order:
-            max_order = ctx_kind[s, 1]
     h = np.uint64(0)
     done = 0
     for s in range(S):
@@ -230,7 +227,7 @@ def _order0(order0, total, symbol, cap):
 
 
 @inline_kernel
-def _add_feature(feat, feat_nz, ctx_int, s, code, value):
+def _add_activity(feat, feat_nz, ctx_int, s, code, value):
     n = ctx_int[NNZ]
     feat[s, code] = value
     feat_nz[n, 0] = s
@@ -259,15 +256,16 @@ def _count_state(n, u):
 
 
 @kernel
-def activities(src, code_of, numerics, cap, feat, feat_nz, states):
+def activities(src, code_of, numerics, cap, feat, feat_nz, source_states):
     """The context units' activities for the next symbol, from the slots ``locate`` found.
 
     Writes x_s(y) into ``feat`` for the active codes and lists the non-zero
     entries in ``feat_nz`` (their number in ``src.ctx_int[NNZ]``).  With the
-    mixer's selected weights, ``states`` (its row array, ``mixer.select``)
-    receives each source's state b_s in 0 .. SELECTING_BUCKETS - 1 (0: it
-    does not vote), then at index S the number k of hashed sources whose
-    context was found; ``states`` is empty without them.
+    mixer's selected weights, ``source_states`` (the mixer's row array,
+    ``Mixer.sel_row``, which ``mixer.select`` then turns into rows) receives
+    each source's state b_s in 0 .. SELECTING_BUCKETS - 1 (0: it does not
+    vote), then at index S the number k of hashed sources whose context was
+    found; it is empty without the selected weights.
     """
     ctx_kind, ctx_int, hist, ctx_found, ctx_slot = src.ctx_kind, src.ctx_int, src.hist, src.ctx_found, src.ctx_slot
     ctx_sym, ctx_cnt, order0, acc, acc_list, acc_mark = src.ctx_sym, src.ctx_cnt, src.order0, src.acc, src.acc_list, \
@@ -275,15 +273,15 @@ def activities(src, code_of, numerics, cap, feat, feat_nz, states):
     S = ctx_kind.shape[0]
     M = ctx_sym.shape[2]
     ctx_int[NNZ] = 0
-    selected = states.shape[0] > 0
+    selected = source_states.shape[0] > 0
     if selected:
         found = 0
         for s in range(S):
             if ctx_kind[s, 0] != MATCH and ctx_kind[s, 0] != NUMBER:
                 found += ctx_found[s]
         for s in range(S):
-            states[s] = 0  # silent until the source votes
-        states[S] = found
+            source_states[s] = 0  # silent until the source votes
+        source_states[S] = found
     # the interpolated chain: acc(y) = scale * p_0(y) + extra[y], with extra kept sparse
     scale = 1.0
     n_list = 0
@@ -292,9 +290,9 @@ def activities(src, code_of, numerics, cap, feat, feat_nz, states):
         if kind == NUMBER:
             code, value, position = number_vote(src.number_int, src.number_digits, src.number_stats, code_of, numerics)
             if code > 0:
-                _add_feature(feat, feat_nz, ctx_int, s, code, value)
+                _add_activity(feat, feat_nz, ctx_int, s, code, value)
                 if selected:
-                    states[s] = 1 + min(position, SELECTING_BUCKETS - 2)
+                    source_states[s] = 1 + min(position, SELECTING_BUCKETS - 2)
             continue
         if kind == MATCH:
             length = ctx_int[MATCH_LEN]
@@ -302,9 +300,9 @@ def activities(src, code_of, numerics, cap, feat, feat_nz, states):
                 H = hist.shape[0]
                 predicted = np.int64(hist[ctx_int[MATCH_PTR] % H])
                 b = _match_bucket(length)
-                _add_feature(feat, feat_nz, ctx_int, s, code_of[predicted], log_odds(numerics, src.match_stats, b))
+                _add_activity(feat, feat_nz, ctx_int, s, code_of[predicted], log_odds(numerics, src.match_stats, b))
                 if selected:
-                    states[s] = 1 + min(b, SELECTING_BUCKETS - 2)
+                    source_states[s] = 1 + min(b, SELECTING_BUCKETS - 2)
             continue
         if ctx_found[s] == 0:
             continue
@@ -319,14 +317,14 @@ def activities(src, code_of, numerics, cap, feat, feat_nz, states):
         if u == 0:
             continue
         if selected:
-            states[s] = _count_state(n, u)
+            source_states[s] = _count_state(n, u)
         if kind == ORDER:
             for e in range(M):
                 c = np.int64(ctx_cnt[s, slot, e])
                 if c > 0:
                     y = np.int64(ctx_sym[s, slot, e])
                     below = scale * _order0(order0, ctx_int[ORDER0_TOTAL], y, cap) + acc[y]
-                    _add_feature(feat, feat_nz, ctx_int, s, code_of[y], log1p_of(numerics, c / (u * below)))
+                    _add_activity(feat, feat_nz, ctx_int, s, code_of[y], log1p_of(numerics, c / (u * below)))
             lam = u / (n + u)
             scale *= lam
             for q in range(n_list):
@@ -345,7 +343,7 @@ def activities(src, code_of, numerics, cap, feat, feat_nz, states):
                 c = np.int64(ctx_cnt[s, slot, e])
                 if c > 0:
                     y = np.int64(ctx_sym[s, slot, e])
-                    _add_feature(feat, feat_nz, ctx_int, s, code_of[y], log1p_of(numerics, c / (u * _order0(order0,
+                    _add_activity(feat, feat_nz, ctx_int, s, code_of[y], log1p_of(numerics, c / (u * _order0(order0,
                                  ctx_int[ORDER0_TOTAL], y, cap))))
     for q in range(n_list):
         y = acc_list[q]
@@ -355,7 +353,7 @@ def activities(src, code_of, numerics, cap, feat, feat_nz, states):
 
 @kernel
 def clear_activities(ctx_int, feat, feat_nz):
-    """Zero the entries ``activities`` wrote (the feature array stays all-zero between symbols)."""
+    """Zero the entries ``activities`` wrote (the activity array stays all-zero between symbols)."""
     for q in range(ctx_int[NNZ]):
         feat[feat_nz[q, 0], feat_nz[q, 1]] = 0.0
     ctx_int[NNZ] = 0

@@ -107,7 +107,8 @@ class OnlineState(NamedTuple):
     sel_P: np.ndarray  # (R, S, S) inverse discounted outer-product metric of each block (step "block")
     sel_h: np.ndarray  # (SELECTING_BUCKETS * R, S) discounted outer-product metric of each weight (step "diagonal")
     sel_updates: np.ndarray  # (R,) int64: contributions received by each block
-    sel_row: np.ndarray  # (S+1,) int64 work: each source's row for the next symbol, then the block
+    sel_row: np.ndarray  # (S+1,) int64 work: each source's row for the next symbol, then the block k (before
+    # mixer.select: each source's state b_s, then k, as sources.activities writes them)
     fields: np.ndarray  # (2, FIELD_SLOTS + 2) int64: field starts of this line and the previous, the symbol
     # above and whether the field so far repeats the previous line's (field column; sources.ABOVE, SAME)
     # the shared weight sets beside u (selecting.py), rows stacked: the field set's, then the order-2 set's

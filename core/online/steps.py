@@ -7,7 +7,7 @@ Per symbol x_t:
    are any (``maps.py``); the prequential code length is -log2 of the
    prediction of x_t, plus log2(#unseen) for a first occurrence, which is
    scored on the escape code;
-2. the writing step (``writing.py``);
+2. the writing step (``writing_step``: the mixer's weights, ``mixer.py``, then the network's, ``writing.py``);
 3. a first occurrence gets its code (``alphabet.py``);
 4. advance the state with x_t (eq. 13 / eq. 10), and every K symbols run the
    window step (``window.py``).
@@ -19,15 +19,15 @@ from ..jit import inline_kernel, kernel
 from ..kernels.elementary import log2_of
 from ..kernels.forward import evolve_into, softmax_offset_into
 from .alphabet import RETIRED_ESCAPE_BIAS, activate_symbol
-from .config import F
+from .config import F, H
 from .growth import grow_tables
 from .maps import learn_maps, maps_of, refine
-from .mixer import mixer_of, select, vote
+from .mixer import context_writing_update, mixer_of, select, selected_writing_update, vote
 from .selecting import set_rows, unit_centre
 from .sources import NNZ, POS, activities, clear_activities, locate, observe, sources_of
-from .state import ACTIVE, SYMBOLS, WINDOW_POS, network
+from .state import ACTIVE, ETA_W, SYMBOLS, WINDOW_POS, network
 from .window import window_update
-from .writing import writing_step
+from .writing import Writing, writing_update
 
 
 @kernel
@@ -130,6 +130,34 @@ def learn_step(st, hyper, flags, symbol):
             st.w[0, 0] = RETIRED_ESCAPE_BIAS
     evolve_into(network(st.inputs, st.tau, st.numerics, hyper, flags), st.V[k], st.a[k], code, st.V[k + 1], st.a[k + 1])
     st.counts[WINDOW_POS] = k + 1
+
+
+@inline_kernel
+def writing_step(st, hyper, flags, k, target, first, width):
+    """The writing step for the symbol at window position ``k`` of the learner ``st``: the mixer's selected
+    weights, then each voted symbol's context weights, then the network's writing weights, each on the error
+    the ones before left (block Gauss-Seidel).
+
+    ``st.scratch[0]`` and ``st.scratch[1]`` receive each symbol's curvature
+    pi_y (1 - pi_y) and error 1[y = target] - pi_y, over the codes
+    ``first`` .. ``width`` - 1.
+    """
+    pi_t = st.pi[k]
+    curv = st.scratch[0]
+    err = st.scratch[1]
+    for y in range(first, width):
+        p = pi_t[y]
+        curv[y] = p * (1.0 - p)
+        err[y] = (1.0 if y == target else 0.0) - p
+    mix = mixer_of(st)
+    nnz = st.ctx_int[NNZ]
+    eta = st.reals[ETA_W]
+    if st.sel_w.shape[0] > 0:
+        selected_writing_update(mix, nnz, hyper, flags, curv, err)
+    if st.ctx_w.shape[0] > 0:
+        context_writing_update(mix, nnz, st.counts[SYMBOLS], eta, hyper, curv, err, target)
+    writing_update(Writing(st.w, st.h0, st.hd, st.scratch), eta, hyper[H.writing_discount], hyper[H.writing_prior],
+                   hyper[H.writing_evidence_floor], st.a[k], first, width)
 
 
 @kernel

@@ -3,9 +3,9 @@
 Eqs. (17)-(21) online: the gradient is the single symbol's (eq. 17), and the
 Hessian terms of eqs. (18)-(19) are discounted sums with a prior mass on the
 diagonal, an online Newton (recursive least squares) step with forgetting.
-The mixer's weights step first (``mixer.py``): the selected weights by a
-Newton step in their outer-product metric, then each voted symbol's context
-weights with a full metric per symbol.
+With context units, the mixer's weights step first (``mixer.py``), and
+``steps.writing_step`` runs the two in turn.  The echo-state network's
+readout (``core/esn``) takes the same step.
 """
 
 from __future__ import annotations
@@ -14,11 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..jit import inline_kernel, kernel
-from .config import H
-from .mixer import context_writing_update, mixer_of, selected_writing_update
-from .sources import NNZ
-from .state import ETA_W, SYMBOLS
+from ..jit import kernel
 
 
 class Writing(NamedTuple):
@@ -29,34 +25,6 @@ class Writing(NamedTuple):
     h0: np.ndarray
     hd: np.ndarray
     scratch: np.ndarray
-
-
-@inline_kernel
-def writing_step(st, hyper, flags, k, target, first, width):
-    """The writing step for the symbol at window position ``k`` of the learner ``st``: the mixer's selected
-    weights, then each voted symbol's context weights, then the network's writing weights, each on the error
-    the ones before left (block Gauss-Seidel).
-
-    ``st.scratch[0]`` and ``st.scratch[1]`` receive each symbol's curvature
-    pi_y (1 - pi_y) and error 1[y = target] - pi_y, over the codes
-    ``first`` .. ``width`` - 1.
-    """
-    pi_t = st.pi[k]
-    curv = st.scratch[0]
-    err = st.scratch[1]
-    for y in range(first, width):
-        p = pi_t[y]
-        curv[y] = p * (1.0 - p)
-        err[y] = (1.0 if y == target else 0.0) - p
-    mix = mixer_of(st)
-    nnz = st.ctx_int[NNZ]
-    eta = st.reals[ETA_W]
-    if st.sel_w.shape[0] > 0:
-        selected_writing_update(mix, nnz, hyper, flags, curv, err)
-    if st.ctx_w.shape[0] > 0:
-        context_writing_update(mix, nnz, st.counts[SYMBOLS], eta, hyper, curv, err, target)
-    writing_update(Writing(st.w, st.h0, st.hd, st.scratch), eta, hyper[H.writing_discount], hyper[H.writing_prior],
-                   hyper[H.writing_evidence_floor], st.a[k], first, width)
 
 
 @kernel
@@ -81,7 +49,7 @@ def writing_update(wr, eta, discount, prior_mass, floor, a_t, first, width):
     is the clock's discount for every symbol.
 
     ``scratch[0]`` and ``scratch[1]`` hold each symbol's curvature and error
-    (``writing_step``).  With context units, their weights step first
+    (``steps.writing_step``).  With context units, their weights step first
     (``mixer.selected_writing_update``, then ``mixer.context_writing_update``) and leave
     in ``scratch[1]`` the error that remains under the local quadratic model,
     e_y - c_y * (change of y's logit), for the network's weights to step on:
