@@ -1,4 +1,5 @@
-"""The online kernels read their settings by position: each position must hold the setting of its name."""
+"""The online kernels read their settings by position: each position must hold the setting of its name; and they
+read the state through each part's named tuple: each field must hold the array of its name."""
 
 import numpy as np
 import pytest
@@ -6,6 +7,10 @@ import pytest
 from seqd.core.kernels.activation import LOGISTIC
 from seqd.core.kernels.backward import RUOP
 from seqd.core.online.config import FLAGS, HYPER, F, H, OnlineConfig
+from seqd.core.online.maps import maps_of
+from seqd.core.online.mixer import mixer_of
+from seqd.core.online.sources import sources_of
+from seqd.core.online.state import new_state
 
 # every setting different from the others, so that a position read in the wrong place shows
 CONFIG = OnlineConfig(model="gnn", activation="logistic", method="qdruop", window=7, input_scale=3.0,
@@ -18,6 +23,16 @@ def test_layouts_name_each_setting_once():
     assert len(set(HYPER)) == len(HYPER) and len(set(FLAGS)) == len(FLAGS)
     assert H._fields == HYPER and tuple(H) == tuple(range(len(HYPER)))
     assert F._fields == FLAGS and tuple(F) == tuple(range(len(FLAGS)))
+
+
+@pytest.mark.parametrize("view", [sources_of, mixer_of, maps_of], ids=lambda f: f.__name__)
+def test_each_parts_view_holds_the_state_arrays_of_its_names(view):
+    """``sources_of``, ``mixer_of`` and ``maps_of`` list the state's arrays by hand, in their tuple's order: a
+    swap of two arrays of one type and shape (``ctx_slot`` and ``ctx_found``) would compile and run wrong."""
+    st = new_state(OnlineConfig.bytes_default(context_bits=10, history_bits=10, match_bits=10))
+    part = getattr(view, "py_func", view)(st)  # the Python function: a compiled one cannot return arrays here
+    for name in part._fields:
+        assert getattr(part, name) is getattr(st, name), name
 
 
 @pytest.mark.parametrize("name", HYPER)

@@ -38,7 +38,7 @@ from __future__ import annotations
 from ..jit import kernel
 from ..kernels.activation import slope
 from .config import F, H
-from .metric_blocks import metric_contribution
+from .metric_blocks import contribute
 
 TINY_SCALE = 2.0 ** -256  # a unit's scale below it is folded into its stored sensitivities
 
@@ -63,10 +63,8 @@ def credit_before_window(st, hyper, flags, n_touched):
             scale = st.credit_scale[j]
             for r in range(D):
                 u[r] = scale * st.credit[code, j, r]
-                st.G[code, j, r] += b * u[r]  # eq. 25
-            metric_contribution(st.metric[code, j], u, st.m[0, j], discounting, st.block_updates[code, j], qd,
-                                work)  # eq. 26
-            st.block_updates[code, j] += 1
+            st.block_updates[code, j] = contribute(st.G[code, j], st.metric[code, j], u, (b, st.m[0, j]),
+                                                   discounting, st.block_updates[code, j], qd, work)
 
 
 @kernel

@@ -132,6 +132,18 @@ def metric_contribution(block, u, weight, discounting, updates, quasi_diagonal, 
 
 
 @inline_kernel
+def contribute(grad, block, u, backprop, discounting, updates, quasi_diagonal, work):
+    """One contribution to a transition block: b u to its gradient ``grad`` (eq. 25) and m u u^T to its metric
+    (``metric_contribution``; eq. 26), ``backprop`` the unit's pair (b, m) = (B_j, m_j) of the backward pass;
+    returns the block's count of contributions, one more."""
+    b, weight = backprop
+    for r in range(u.shape[0]):
+        grad[r] += b * u[r]
+    metric_contribution(block, u, weight, discounting, updates, quasi_diagonal, work)
+    return updates + 1
+
+
+@inline_kernel
 def contribution_and_step(block, u, weight, discounting, updates, grad, out, work):
     """``metric_contribution`` on a full block, then out = P grad (``block_step``)."""
     _full_update(block, u, weight, discounting, updates, work, grad, out)

@@ -55,8 +55,8 @@ def predict_step(st, flags):
     """
     k = st.counts[WINDOW_POS]
     width = st.counts[ACTIVE] + 1
+    src = sources_of(st)
     if st.ctx_kind.shape[0] > 0:
-        src = sources_of(st)
         mix = mixer_of(st)
         set_rows(src, st.a[k], st.fsel_row, flags[F.field_set_fields], flags[F.field_selecting_positions],
                  flags[F.order2_selected_weights], flags[F.unit_set_units], unit_centre(flags[F.activation_code]))
@@ -71,8 +71,8 @@ def predict_step(st, flags):
         st.offset[k, 0] = RETIRED_ESCAPE_BIAS
     softmax_offset_into(st.a[k], st.w[:, :width], st.offset[k], st.pi[k, :width], st.numerics)
     if st.maps.shape[0] > 0:
-        refine(maps_of(st), st.pi[k], sources_of(st), st.code_of, st.fsel_row, flags[F.field_set_fields] > 0,
-               st.numerics, width)
+        refine(maps_of(st), st.pi[k], src, st.code_of, st.fsel_row, flags[F.field_set_fields] > 0, st.numerics,
+               width)
     return width
 
 

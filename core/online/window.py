@@ -25,7 +25,7 @@ from ..kernels.forward import evolve_into, softmax_offset_into
 from .config import F, H
 from .alphabet import initial_transition
 from .credit import advance_credit, credit_before_window
-from .metric_blocks import block_step, metric_contribution
+from .metric_blocks import block_step, contribute
 from .state import ETA_TAU, NONFINITE, REJECTED, WINDOW_GAIN, WINDOWS, network
 
 
@@ -106,9 +106,8 @@ def window_gradient(st, hyper, flags, width):
             mj = st.m[k + 1, j]
             for q in range(D):
                 u[q] = st.a[k, st.inputs[j, q]]
-                st.G[code, j, q] += b * u[q]  # eq. 25
-            metric_contribution(st.metric[code, j], u, mj, discounting, st.block_updates[code, j], qd, work)  # eq. 26
-            st.block_updates[code, j] += 1
+            st.block_updates[code, j] = contribute(st.G[code, j], st.metric[code, j], u, (b, mj), discounting,
+                                                   st.block_updates[code, j], qd, work)
     if flags[F.transition_prior] == 1:
         prior_pull(st, hyper, flags, n_touched)
     return before, n_touched
