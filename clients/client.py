@@ -169,8 +169,8 @@ class Client(ClientBase):
 
     def create(self, stream: str, preset: str = "bytes", config: dict | None = None,
                exist_ok: bool = False) -> Created:
-        """Create a stream with a preset model (``protocol.PRESETS``: "bytes", "glnn", "ctw", "esn", "lstm", "gru")
-        and overrides of its settings."""
+        """Create a stream with a preset model (``protocol.PRESETS``: "bytes", "bitwise", "glnn", "ctw", "esn",
+        "lstm", "gru", ...) and overrides of its settings."""
         return self._run(self._ops.create(stream, preset, config, exist_ok))
 
     def drop(self, stream: str) -> None:

@@ -35,7 +35,7 @@ PROTOCOL_VERSION = 1
 OPS = ("ping", "create", "drop", "publish", "predict", "stats", "snapshot")
 # the models a create may name (the daemon's, seqd.core.learners.PRESETS): the byte model (the default), seed
 # 000's GLNN alone, and the baselines: context-tree weighting, an echo-state network, an LSTM, a GRU, a scoRNN
-PRESETS = ("bytes", "glnn", "ctw", "esn", "lstm", "gru", "scornn", "enrnn")
+PRESETS = ("bytes", "glnn", "bitwise", "ctw", "esn", "lstm", "gru", "scornn", "enrnn")
 
 # --- error codes (docs/protocol.md, "Errors") -----------------------------------------------
 BAD_REQUEST = "bad_request"  # malformed message, wrong field types, missing fields

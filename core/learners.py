@@ -18,6 +18,8 @@ from typing import Callable
 
 import numpy as np
 
+from .bits import BitsConfig, BitsLearner
+from .bits.config import state_shapes as bits_shapes
 from .ctw import CTWConfig, CTWLearner
 from .ctw.config import state_shapes as ctw_shapes
 from .esn import ESNConfig, ESNLearner
@@ -69,6 +71,7 @@ def _lstm_work(c: LSTMConfig) -> int:
 MODELS = {model.name: model for model in (
     Model("glnn", OnlineConfig, OnlineLearner, online_shapes),
     Model("ctw", CTWConfig, CTWLearner, ctw_shapes),
+    Model("bitwise", BitsConfig, BitsLearner, bits_shapes),
     Model("esn", ESNConfig, ESNLearner, esn_shapes, _esn_work),
     Model("lstm", LSTMConfig, LSTMLearner, lstm_shapes, _lstm_work),
     Model("scornn", SCORNNConfig, SCORNNLearner, scornn_shapes, _scornn_work),
@@ -77,6 +80,7 @@ MODELS = {model.name: model for model in (
 # preset name -> (model name, how the preset builds its configuration from settings)
 PRESETS: dict[str, tuple[str, Callable]] = {
     **{name: ("glnn", make) for name, make in ONLINE_PRESETS.items()},  # "bytes" and "glnn"
+    "bitwise": ("bitwise", BitsConfig),  # the bitwise context-mixing byte model: a few times faster than "bytes"
     "ctw": ("ctw", CTWConfig),  # context-tree weighting (seed 000's sanity check)
     "esn": ("esn", ESNConfig),  # a leaky echo-state network (seed 001)
     "lstm": ("lstm", LSTMConfig),  # an LSTM trained by truncated back-propagation (seed 001)

@@ -2,7 +2,8 @@
 on what one request may ask for.
 
 A ``create`` names a preset (``core/learners.py``: ``bytes``, the default,
-``glnn``, or a baseline, ``ctw``, ``esn``, ``lstm``, ``gru``) and overrides of
+``bitwise``, the faster byte model, ``glnn``, or a baseline, ``ctw``,
+``esn``, ``lstm``, ``gru``) and overrides of
 its configuration's settings; :func:`make_config` builds the configuration or
 says why not.  A stream keeps the configuration it was created with, and its
 model's name (``stream.json``), so the presets change with seqd's versions
@@ -58,6 +59,7 @@ def is_earlier_preset(config, preset: str | None, overrides: dict | None) -> boo
 # max_state_bytes before it is kept.
 SERVED_BOUNDS = {
     "glnn": {"units": 512, "degree": 64, "window": 256, "context_bits": 22, "history_bits": 26, "match_bits": 24},
+    "bitwise": {"table_bits": 20, "history_bits": 26, "match_bits": 24},
     "ctw": {"depth": 64, "node_bits": 22},
     "esn": {"units": 2048, "connections": 64},
     "lstm": {"cells": 512, "layers": 4, "horizon": 256},

@@ -44,6 +44,7 @@ from typing import Callable
 
 import numpy as np
 
+from seqd.core.bits import BitsConfig, BitsLearner
 from seqd.core.container import level_config
 from seqd.core.ctw import CTWConfig, CTWLearner
 from seqd.core.esn import ESNConfig, ESNLearner
@@ -67,13 +68,16 @@ class Entry:
     builds a stream's); ``learner`` is the class that takes it, with
     ``learner(config)`` and ``learner.from_bytes(data)``.  ``random`` says
     whether the seed draws part of the model (recurrent units: the graph and the
-    reading rates), so that another seed must give another stream.
+    reading rates), so that another seed must give another stream.  ``closed``
+    says that its alphabet is closed (the bitwise model's bytes): every symbol
+    is predicted from the start, and the escape never.
     """
 
     name: str
-    config: Callable[[], OnlineConfig | CTWConfig | ESNConfig | LSTMConfig | SCORNNConfig]
+    config: Callable[[], OnlineConfig | BitsConfig | CTWConfig | ESNConfig | LSTMConfig | SCORNNConfig]
     learner: type = OnlineLearner
     random: bool = True
+    closed: bool = False
 
     def make(self, **overrides):
         """A fresh learner of this configuration, with ``overrides`` of its settings (e.g. ``seed``)."""
@@ -137,6 +141,7 @@ REGISTRY: list[Entry] = [
     # the daemon's presets (seqd.daemon.streams.PRESETS), as "preset-<name>"; "bytes" is also seqd compress's model
     Entry("preset-bytes", OnlineConfig.bytes_default),
     Entry("preset-glnn", OnlineConfig),
+    Entry("preset-bitwise", BitsConfig, BitsLearner, random=False, closed=True),
     Entry("preset-ctw", CTWConfig, CTWLearner, random=False),
     Entry("preset-esn", ESNConfig, ESNLearner),
     Entry("preset-lstm", LSTMConfig, LSTMLearner),
@@ -146,6 +151,9 @@ REGISTRY: list[Entry] = [
     # seqd compress's levels whose models differ most from the default (seqd.core.container.LEVEL_MODELS)
     Entry("level-fast", lambda: level_config(1), random=False),
     Entry("level-max", lambda: level_config(9)),
+    # the bitwise model with tables of a few kilobytes: buckets taken over, and a history ring that wraps
+    Entry("bitwise-small-tables", lambda: BitsConfig(table_bits=10, history_bits=10, match_bits=10), BitsLearner,
+          random=False, closed=True),
     # context-tree weighting (seed 000's sanity check): a small alphabet, and bytes with a pool that fills
     Entry("ctw-cap16", lambda: CTWConfig(alphabet_cap=16, depth=4), CTWLearner, random=False),
     Entry("ctw-bytes-small-pool", lambda: CTWConfig(alphabet_cap=256, depth=6, node_bits=10), CTWLearner,

@@ -1,0 +1,319 @@
+"""One binary decision of the bitwise model: its probability from the sources, then every part's step.
+
+A byte is coded as its 8 bits, highest first; bit i is predicted from the
+partial byte c0 (a 1 followed by the bits seen) and the byte's contexts, so
+that p(x) = prod_i p(b_i | b_<i, contexts) and the code length of a byte is
+the sum of its bits' (``__init__``'s docstring).  For each bit:
+
+* **Inputs.**  Each context source's bucket for (its context, the nibble
+  seen so far) holds, for each node of the nibble's binary tree, a
+  probability p (16 bits) and a bit history (n0, n1): the counts of 0s and
+  1s seen there, each at most 15, the other one halved past 2 on each new
+  bit.  The source gives two inputs: stretch(p) and stretch(q(n0, n1)), q
+  the probability its source's bit histories (n0, n1) turned out to have
+  (indirect: learned across all its contexts).  A node never seen gives 0.
+  The match and number models give +-stretch of their hit rate for the bit
+  they predict (and the match model its length); a constant 0.25 is the bias.
+  stretch(p) = log(p / (1 - p)), by a table of 4096 points.
+* **Mixers.**  Four logistic mixers, each a weight vector selected by a
+  small context (the partial byte; the match length with the number of
+  deterministic sources and the bit position; the field and position in it;
+  the last two bytes hashed), give logits d_m = w_m . x; a final mixer
+  selected by bit position and match state weighs them, x_f = sum_m v_m d_m.
+* **Maps.**  Two adaptive probability maps (by the last byte, and by the
+  last two hashed, each with c0) refine squash(x_f) by interpolation between
+  33 points over stretch in [-8, 8]; the final p is (1 - a) squash(x_f) + a
+  (map1 + map2) / 2, quantised to 16 bits.
+
+Learning, after bit y: each mixer steps on its own log-loss, w_m += r (y -
+squash(d_m)) x, with a rate r that decays from ``rate`` to ``rate_floor``;
+the final mixer by r / 2 on the final logit's; each slot's p moves toward y
+by max(1 / (n0 + n1 + 1.5), 1 / slot_limit) of the error; the histories'
+probabilities q by max(1 / (n + 1.5), 1 / history_limit), n the times that
+history was met; the maps' two interpolation points by ``apm_rate``.
+
+Every operation is a basic IEEE operation or seqd's own exp/log
+(``kernels/elementary.py``); the tables hold integers where they can.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import inline_kernel
+from ..kernels.elementary import exp, log2
+from ..online.hashing import absorb, finalize
+from .config import (APM2_BITS, APM_RATE, APM_WEIGHT, BIAS, BIAS_INPUT, BUCKET, FIELD, FIELD_START, HISTORY_AT,
+                     HISTORY_LIMIT, MATCH_BYTE, MATCH_INPUT, MATCH_LEN, MIXERS, NUMBER_BUCKET, NUMBER_BYTE,
+                     NUMBER_INPUT, NUMBER_J, POS, RATE, RATE_BITS, RATE_FLOOR, SAME, SET_START, SLOT_LIMIT, TAG_AT,
+                     BITS_SEEN)
+from .contexts import back
+from .predicted import agrees
+
+# positions in the work arrays: ``rows`` (the mixers' rows, then these) and ``outputs`` (the mixers' logits)
+FINAL_ROW, APM1_ROW, APM2_ROW, APM_LO, NODE, MATCH_BUCKET, MATCH_EXPECTED, NUMBER_EXPECTED = range(MIXERS, MIXERS + 8)
+FINAL_LOGIT, MIXED, APM_FRACTION, FINAL_P = range(MIXERS, MIXERS + 4)
+CLAMP = 30.0  # logits are held in [-30, 30]
+
+
+@inline_kernel
+def squash(x):
+    """1 / (1 + e^-x), x clamped to [-CLAMP, CLAMP]."""
+    return 1.0 / (1.0 + exp(-min(max(x, -CLAMP), CLAMP)))
+
+
+@inline_kernel
+def stretch_of(table, p):
+    """log(p / (1 - p)) of a probability in [0, 1], from the 4096-point table."""
+    return table[min(max(np.int64(p * 4096.0), 0), 4095)]
+
+
+@inline_kernel
+def _bucket_and_tag(ctx, c0, bits):
+    """The bucket (of 2^bits) and the non-zero 16-bit check tag of a context hash with the partial byte c0."""
+    z = finalize(absorb(ctx, c0))
+    return np.int64(z >> np.uint64(64 - bits)), np.uint16((z >> np.uint64(8)) & np.uint64(0xFFFF)) | np.uint16(1)
+
+
+@inline_kernel
+def _table_bits(buckets):
+    bits = 0
+    while (1 << bits) < buckets.shape[1]:
+        bits += 1
+    return bits
+
+
+@inline_kernel
+def find_buckets(st, c0):
+    """Each source's bucket for its context and the nibble seen so far (c0 = 1 at bit 7, 16..31 at bit 3), into
+    ``st.bucket[0]`` or ``[1]``: its index b where the bucket's check tag is this context's, else -2 - b (no
+    bucket yet: :func:`claim` takes b over once the byte is known).  Nothing is written to the tables."""
+    buckets, ctx, bucket = st.buckets, st.ctx, st.bucket[0 if c0 < 16 else 1]
+    bits = _table_bits(buckets)
+    for j in range(buckets.shape[0]):
+        b, tag = _bucket_and_tag(ctx[j], c0, bits)
+        bucket[j] = b if buckets[j, b, TAG_AT] == tag else -2 - b
+
+
+@inline_kernel
+def claim(st, c0):
+    """Before a nibble's bits are learned: each source without a bucket for it (:func:`find_buckets`) takes
+    over the one its context hashes to, cleared (its previous context's nodes are lost)."""
+    buckets, ctx, bucket = st.buckets, st.ctx, st.bucket[0 if c0 < 16 else 1]
+    bits = _table_bits(buckets)
+    for j in range(buckets.shape[0]):
+        if bucket[j] >= 0:
+            continue
+        b, tag = _bucket_and_tag(ctx[j], c0, bits)
+        buckets[j, b, TAG_AT] = tag
+        for q in range(1, HISTORY_AT):
+            buckets[j, b, q] = 32768
+        for q in range(HISTORY_AT, BUCKET):
+            buckets[j, b, q] = 0
+        bucket[j] = b
+
+
+@inline_kernel
+def node_of(c0, bit):
+    """The node (1..15) of the nibble's tree that bit ``bit`` is decided at, given the partial byte c0."""
+    if bit >= 4:
+        return c0
+    seen = 3 - bit
+    return (1 << seen) | (c0 & ((1 << seen) - 1))
+
+
+@inline_kernel
+def history_of(buckets, j, b, node):
+    """The bit history (n0 << 4 | n1) of a node of bucket b of source j."""
+    w = np.int64(buckets[j, b, HISTORY_AT + (node >> 1)])
+    return (w >> 8) if (node & 1) else (w & 255)
+
+
+@inline_kernel
+def probability(st, hyper, c0, bit):
+    """p(bit = 1) for bit ``bit`` of the current byte, c0 its partial byte, as an integer in [1, 65535] (out of
+    65536); the inputs, rows and logits it was made from stay in the work arrays' row 7 - bit for
+    :func:`learn_bit`.  Nothing learned changes."""
+    k = 7 - bit
+    buckets, bucket, inputs, rows, out = st.buckets, st.bucket[0 if bit >= 4 else 1], st.inputs[k], st.rows[k], \
+        st.outputs[k]
+    table = st.stretch
+    ints = st.ints
+    S = buckets.shape[0]
+    node = node_of(c0, bit)
+    rows[NODE] = node
+    deterministic = 0
+    for j in range(S):
+        b = bucket[j]
+        inputs[2 * j] = 0.0
+        inputs[2 * j + 1] = 0.0
+        if b < 0:  # no bucket: a context not seen (or lost to another)
+            continue
+        h = history_of(buckets, j, b, node)
+        if h == 0:
+            continue
+        inputs[2 * j] = table[np.int64(buckets[j, b, node]) >> 4]
+        inputs[2 * j + 1] = stretch_of(table, st.history_p[j, h])
+        if (h >> 4) == 0 or (h & 15) == 0:
+            deterministic += 1
+    mb = 0
+    rows[MATCH_EXPECTED] = -1
+    inputs[MATCH_INPUT] = 0.0
+    inputs[MATCH_INPUT + 1] = 0.0
+    predicted = ints[MATCH_BYTE]
+    if agrees(predicted, c0, bit):
+        e = (predicted >> bit) & 1
+        mlen = ints[MATCH_LEN]
+        mb = min(mlen, 31) + 1
+        s = stretch_of(table, st.match_p[mb, e])
+        sign = 1.0 if e == 1 else -1.0
+        inputs[MATCH_INPUT] = sign * s
+        inputs[MATCH_INPUT + 1] = sign * min(mlen, 32) / 16.0
+        rows[MATCH_EXPECTED] = e
+    rows[MATCH_BUCKET] = mb
+    rows[NUMBER_EXPECTED] = -1
+    inputs[NUMBER_INPUT] = 0.0
+    predicted = ints[NUMBER_BYTE]
+    if agrees(predicted, c0, bit):
+        e = (predicted >> bit) & 1
+        s = stretch_of(table, st.number_p[ints[NUMBER_J], ints[NUMBER_BUCKET]])
+        inputs[NUMBER_INPUT] = s if e == 1 else -s
+        rows[NUMBER_EXPECTED] = e
+    inputs[BIAS_INPUT] = BIAS
+    # the mixers' rows
+    t = ints[POS]
+    f = min(ints[FIELD], 15)
+    pos = min(t - ints[FIELD_START], 7)
+    last, before = back(st.hist, t, 1) & 255, back(st.hist, t, 2) & 255
+    rows[0] = SET_START[0] + c0
+    rows[1] = SET_START[1] + (min(mb, 15) * 16 + min(deterministic, 15)) * 8 + (7 - bit)
+    rows[2] = SET_START[2] + (f * 8 + pos) * 2 + ints[SAME]
+    rows[3] = SET_START[3] + np.int64(finalize(absorb(np.uint64(last), before)) >> np.uint64(51))
+    w = st.weights
+    n_in = inputs.shape[0]
+    for m in range(MIXERS):
+        r = rows[m]
+        d = 0.0
+        for i in range(n_in):
+            d += w[r, i] * inputs[i]
+        out[m] = min(max(d, -CLAMP), CLAMP)
+    fr = (7 - bit) * 4 + (0 if mb == 0 else (1 if ints[MATCH_LEN] <= 16 else 2))
+    rows[FINAL_ROW] = fr
+    x = 0.0
+    for m in range(MIXERS):
+        x += st.final[fr, m] * out[m]
+    out[FINAL_LOGIT] = x
+    pm = squash(x)
+    out[MIXED] = pm
+    # the probability maps
+    xs = min(max(x, -7.999), 7.999)
+    at = (xs + 8.0) * 2.0
+    lo = np.int64(at)
+    frac = at - lo
+    rows[APM_LO] = lo
+    out[APM_FRACTION] = frac
+    r1 = c0 + 256 * last
+    r2 = np.int64(finalize(absorb(absorb(np.uint64(c0), last), before)) >> np.uint64(64 - APM2_BITS))
+    rows[APM1_ROW] = r1
+    rows[APM2_ROW] = r2
+    base = st.apm_base[lo] * (1.0 - frac) + st.apm_base[lo + 1] * frac
+    a1 = base + st.apm1[r1, lo] * (1.0 - frac) + st.apm1[r1, lo + 1] * frac
+    a2 = base + st.apm2[r2, lo] * (1.0 - frac) + st.apm2[r2, lo + 1] * frac
+    a = hyper[APM_WEIGHT]
+    pf = (1.0 - a) * pm + a * 0.5 * (a1 + a2)
+    p16 = min(max(np.int64(pf * 65536.0), 1), 65535)
+    out[FINAL_P] = p16 / 65536.0
+    return p16
+
+
+@inline_kernel
+def code_length(p16, y):
+    """-log2 of the probability p16 / 65536 gave bit y."""
+    return -log2((p16 if y == 1 else 65536 - p16) / 65536.0)
+
+
+@inline_kernel
+def _count(h, y):
+    """The bit history h = (n0 << 4 | n1) after bit y: its count grows (to 15), the other one halves past 2."""
+    n0 = h >> 4
+    n1 = h & 15
+    if y == 1:
+        n1 = min(n1 + 1, 15)
+        if n0 > 2:
+            n0 = (n0 + 2) // 2
+    else:
+        n0 = min(n0 + 1, 15)
+        if n1 > 2:
+            n1 = (n1 + 2) // 2
+    return n0 * 16 + n1
+
+
+@inline_kernel
+def _map_step(table, r, lo, frac, base, rate, y):
+    """A probability map's two interpolation points (of row r, around ``lo``) move toward y."""
+    table[r, lo] += np.float32(rate * (1.0 - frac) * (y - base[lo] - table[r, lo]))
+    table[r, lo + 1] += np.float32(rate * frac * (y - base[lo + 1] - table[r, lo + 1]))
+
+
+@inline_kernel
+def learn_bit(st, hyper, bit, y):
+    """Every part's step after bit ``bit`` of the byte turned out ``y``, from what :func:`probability` left
+    for it."""
+    k = 7 - bit
+    buckets, bucket, inputs, rows, out = st.buckets, st.bucket[0 if bit >= 4 else 1], st.inputs[k], st.rows[k], \
+        st.outputs[k]
+    ints = st.ints
+    seen = np.float64(ints[BITS_SEEN])
+    ints[BITS_SEEN] += 1
+    rate = hyper[RATE_FLOOR] + (hyper[RATE] - hyper[RATE_FLOOR]) * hyper[RATE_BITS] / (hyper[RATE_BITS] + seen)
+    w = st.weights
+    n_in = inputs.shape[0]
+    for m in range(MIXERS):
+        r = rows[m]
+        e = (y - squash(out[m])) * rate
+        for i in range(n_in):
+            w[r, i] += e * inputs[i]
+    fr = rows[FINAL_ROW]
+    e = (y - out[MIXED]) * rate * 0.5
+    for m in range(MIXERS):
+        st.final[fr, m] += e * out[m]
+    node = rows[NODE]
+    slot_floor = 1.0 / hyper[SLOT_LIMIT]
+    history_floor = 1.0 / hyper[HISTORY_LIMIT]
+    for j in range(buckets.shape[0]):
+        b = bucket[j]
+        h = history_of(buckets, j, b, node)
+        n = (h >> 4) + (h & 15)
+        r = max(1.0 / (n + 1.5), slot_floor)
+        p = np.int64(buckets[j, b, node])
+        p += np.int64(r * ((y << 16) - y - p))
+        buckets[j, b, node] = np.uint16(p)
+        if h != 0:
+            st.history_n[j, h] += 1.0
+            q = st.history_p[j, h]
+            st.history_p[j, h] = q + max(1.0 / (st.history_n[j, h] + 1.5), history_floor) * (y - q)
+        at = HISTORY_AT + (node >> 1)
+        word = np.int64(buckets[j, b, at])
+        if node & 1:
+            word = (word & 255) | (_count(h, y) << 8)
+        else:
+            word = (word & 0xFF00) | _count(h, y)
+        buckets[j, b, at] = np.uint16(word)
+    lo = rows[APM_LO]
+    frac = out[APM_FRACTION]
+    ar = hyper[APM_RATE]
+    _map_step(st.apm1, rows[APM1_ROW], lo, frac, st.apm_base, ar, y)
+    _map_step(st.apm2, rows[APM2_ROW], lo, frac, st.apm_base, ar, y)
+    e = rows[MATCH_EXPECTED]
+    if e >= 0:
+        mb = rows[MATCH_BUCKET]
+        st.match_n[mb, e] += 1.0
+        st.match_p[mb, e] += max(1.0 / (st.match_n[mb, e] + 1.5), 1.0 / 256) * ((1.0 if y == e else 0.0)
+                                                                                 - st.match_p[mb, e])
+    e = rows[NUMBER_EXPECTED]
+    if e >= 0:
+        j = ints[NUMBER_J]
+        k = ints[NUMBER_BUCKET]
+        st.number_n[j, k] += 1.0
+        st.number_p[j, k] += max(1.0 / (st.number_n[j, k] + 1.5), 1.0 / 256) * ((1.0 if y == e else 0.0)
+                                                                                 - st.number_p[j, k])
