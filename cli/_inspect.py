@@ -42,6 +42,11 @@ def scan(reader: Reader) -> Decoded:
 
 def model_name(header: Header) -> str:
     """The file's preset, its preset and level ('bytes-3 fast'), or its preset and how many settings differ."""
+    if isinstance(header.config, container.BitsConfig):
+        preset = container.bitwise.PRESETS[header.preset]
+        settings = dataclasses.asdict(header.config)
+        changed = sum(preset[k] != v for k, v in settings.items())
+        return header.preset if not changed else f"{header.preset}+{changed} settings"
     preset = container.PRESETS[header.preset]
     if header.config == container.OnlineConfig(**preset):
         return header.preset

@@ -79,6 +79,9 @@ def _options(p: argparse.ArgumentParser) -> None:
                        help=shown.get(level, argparse.SUPPRESS))
     p.add_argument("--level", type=_level, default=container.DEFAULT_LEVEL, metavar="N",
                    help="compressing: level N, as -N")
+    p.add_argument("--model", choices=("bytes", "bitwise"), default="bytes",
+                   help="compressing: the byte model (bytes, the default, whose levels -1 to -9 are), or the bitwise "
+                        "model, a few times faster, a little larger (docs/benchmarks.md)")
     p.add_argument("--block-size", type=_block_size, default=None, metavar="SIZE",
                    help="compressing: bytes per block, each with its checksums (K/M/G suffixes; default 4M)")
     p.add_argument("--chain-size", type=_block_size, default=None, metavar="SIZE",
@@ -107,6 +110,16 @@ def _memory_limit(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"invalid size {text!r} (examples: 512M, 2G)")
     return value
+
+
+def _model(args):
+    """The model the files are compressed with: the byte model at the level asked, or the bitwise model."""
+    if args.model == "bitwise":
+        if args.level != container.DEFAULT_LEVEL:
+            raise ValueError("the levels -1 to -9 are the byte model's: the bitwise model has one (--model bitwise "
+                             "without a level)")
+        return container.BitsConfig()
+    return container.level_config(args.level)
 
 
 def _level(text: str) -> int:
@@ -176,6 +189,8 @@ def run(args) -> int:
     args.block_size = args.block_size or container.DEFAULT_BLOCK_SIZE
     if mode == "compress" and args.chain_size is not None:
         container.check_chain_size(args.chain_size, args.block_size)
+    if mode == "compress":
+        _model(args)  # a model the options cannot name is refused before any file is touched
     names = args.files or ["-"]
     messages = Messages(args.command, args.quiet)
     reports = [_one(name, mode, args, messages) for name in names]
@@ -261,7 +276,7 @@ def _compress_file(name: str, args, report: FileReport) -> bool:
     src = open_input(name, force=args.force, compressed=False, suffix_check=dst is not None)
     report.output = dst or "-"
     block_size = args.block_size
-    config = container.level_config(args.level)
+    config = _model(args)
     header = Header(config, block_size, container.build_info())
     stop = threading.Event()  # --follow: SIGINT or SIGTERM came
     try:

@@ -24,12 +24,19 @@ from typing import BinaryIO, Iterator
 import numpy as np
 
 from . import coder
-from .limits import DEFAULT_MEMORY_LIMIT, check_config, check_memory, check_settings, parse_meta
+from .bits import BitsConfig, BitsLearner
+from .bits import config as bitwise
+from .bits import codec as bitwise_codec
+from .limits import (DEFAULT_MEMORY_LIMIT, LEARNERS, check_config, check_memory, check_settings, encoded_bound,
+                     learner_of, parse_meta)
 from .online import OnlineConfig, OnlineLearner, versions
-from .online.codec import decode_symbols, encode_symbols, freq_buffer, max_encoded_bytes
+from .online.codec import decode_symbols, encode_symbols, freq_buffer
 
 MAGIC = b"\x89SQD\r\n\x1a\n"  # non-ASCII first byte and CR LF / ^Z / LF catch text-mode mangling, as PNG's does
-FORMAT_VERSION = 3  # 1: exp/log/tanh from the C library; 2: seqd's own; 3: chains of any length (docs/format.md)
+# 1: exp/log/tanh from the C library; 2: seqd's own; 3: chains of any length; 4: the bitwise model (docs/format.md).
+# Files of the GLNN byte model are still written as format 3, which every seqd since 0.10 reads.
+FORMAT_VERSION = 4
+BYTE_MODEL_FORMAT = 3
 OLDEST_FORMAT = 1  # every version from here to FORMAT_VERSION decodes (tests/corpus)
 DEFAULT_BLOCK_SIZE = 4 << 20
 MAX_BLOCK_SIZE = 1 << 30
@@ -53,26 +60,39 @@ class FormatError(ValueError):
     """The input is not a valid ``.sqd`` stream; the message says what is wrong and where."""
 
 
+def format_of(config) -> int:
+    """The format a file of ``config``'s model is written in: 4 for the bitwise model, 3 for the GLNN's."""
+    return FORMAT_VERSION if isinstance(config, BitsConfig) else BYTE_MODEL_FORMAT
+
+
 @dataclass
 class Header:
-    config: OnlineConfig
+    config: OnlineConfig | BitsConfig
     block_size: int
     build: str  # what produced the file: seqd, numba and numpy versions, the CPU target (informative)
     size: int = 0  # bytes the header took in the file it was read from
-    preset: str = PRESET  # the preset a file read names; to_bytes always writes PRESET and the settings that differ
-    version: int = FORMAT_VERSION  # the format version a file read has; to_bytes always writes FORMAT_VERSION
+    preset: str = PRESET  # the preset a file read names; to_bytes writes its model's newest and the settings that differ
+    version: int = FORMAT_VERSION  # the format version a file read has; to_bytes writes format_of(config)
     # the most original bytes a chain (a FRESH block and the CONTINUES blocks after it) holds; None: any number
     # (the whole file may be one chain, learned by one model).  Before format 3, the block size.
     chain_size: int | None = None
 
+    def __post_init__(self):
+        if isinstance(self.config, BitsConfig) and self.preset == PRESET:  # a header made to be written
+            self.preset, self.version = bitwise.PRESET, format_of(self.config)
+
     def to_bytes(self) -> bytes:
         check_config(self.config)
         settings = json.loads(json.dumps(dataclasses.asdict(self.config)))  # tuples as lists, like the presets
-        changed = {k: v for k, v in settings.items() if PRESETS[PRESET].get(k, object()) != v}
-        meta = {"preset": PRESET, "config": changed, "block_size": self.block_size,
+        learner = learner_of(self.config)
+        presets, preset = (bitwise.PRESETS, bitwise.PRESET) if learner == "bitwise" else (PRESETS, PRESET)
+        changed = {k: v for k, v in settings.items() if presets[preset].get(k, object()) != v}
+        meta = {"preset": preset, "config": changed, "block_size": self.block_size,
                 "chain_size": self.chain_size or 0, "build": self.build}
+        if learner == "bitwise":
+            meta["learner"] = learner
         body = json.dumps(meta, sort_keys=True, separators=(",", ":")).encode()
-        head = _HEAD.pack(MAGIC, FORMAT_VERSION, 0, len(body)) + body
+        head = _HEAD.pack(MAGIC, format_of(self.config), 0, len(body)) + body
         return head + struct.pack("<I", zlib.crc32(head))
 
 
@@ -123,13 +143,13 @@ def level_config(level: int) -> OnlineConfig:
 class BlockEncoder:
     """Codes blocks of bytes; a learner is kept between calls only for CONTINUES blocks."""
 
-    def __init__(self, config: OnlineConfig):
+    def __init__(self, config: OnlineConfig | BitsConfig):
         check_config(config)  # alphabet_cap 256, and every setting a reader accepts (core/limits.py)
-        if config.numerics != "ieee":
-            raise ValueError(f"seqd writes format {FORMAT_VERSION}, coded with numerics 'ieee' only "
+        if isinstance(config, OnlineConfig) and config.numerics != "ieee":
+            raise ValueError(f"seqd writes format {BYTE_MODEL_FORMAT}, coded with numerics 'ieee' only "
                              f"(got {config.numerics!r}; 'libm' exists to decode format 1)")
         self.config = config
-        self.learner: OnlineLearner | None = None
+        self.learner: OnlineLearner | BitsLearner | None = None
         self._freq = freq_buffer(config.alphabet_cap)
 
     def encode(self, data: bytes, continues: bool = False, progress=None, step: int = 1 << 16) -> bytes:
@@ -137,18 +157,23 @@ class BlockEncoder:
 
         ``progress(bytes coded, bytes of payload written so far)`` is called every ``step`` bytes.
         """
+        bitwise_model = isinstance(self.config, BitsConfig)
         if not continues or self.learner is None:
-            self.learner = OnlineLearner(self.config)
+            self.learner = BitsLearner(self.config) if bitwise_model else OnlineLearner(self.config)
             continues = False
         x = np.frombuffer(data, dtype=np.uint8).astype(np.int64)
-        out = np.zeros(max_encoded_bytes(len(x)), dtype=np.uint8)
-        cst = coder.encoder_state()
-        st, hyper, flags = self.learner.state, self.learner._hyper, self.learner._flags
+        out = np.zeros(encoded_bound(self.config, len(x)), dtype=np.uint8)
+        codec = bitwise_codec if bitwise_model else coder
+        cst = codec.encoder_state()
+        st, hyper = self.learner.state, self.learner._hyper
         for start in range(0, len(x), step):
-            encode_symbols(st, hyper, flags, x[start:start + step], cst, out, self._freq)
+            if bitwise_model:
+                bitwise_codec.encode_bytes(st, hyper, x[start:start + step], cst, out)
+            else:
+                encode_symbols(st, hyper, self.learner._flags, x[start:start + step], cst, out, self._freq)
             if progress is not None:
-                progress(min(start + step, len(x)), int(cst[coder.POS]))
-        payload = out[:coder.finish(cst, out)].tobytes()
+                progress(min(start + step, len(x)), int(cst[codec.POS]))
+        payload = out[:codec.finish(cst, out)].tobytes()
         return _BLOCK.pack(CONTINUES if continues else FRESH, len(data), len(payload), zlib.crc32(data),
                            zlib.crc32(payload)) + payload
 
@@ -247,11 +272,19 @@ def read_header(reader: BinaryIO) -> Header:
         raise FormatError("damaged header (checksum mismatch)")
     try:  # nothing in the header is trusted (core/limits.py): every key and setting is checked
         meta = parse_meta(body)
-        if meta["preset"] not in PRESETS:
+        learner = meta.get("learner", "online")
+        if learner not in LEARNERS:
+            raise FormatError(f"learner {learner[:40]!r} is not one this seqd knows: upgrade seqd")
+        if (version >= 4) != (learner == "bitwise"):
+            raise ValueError(f"format {version} files are not coded by the {learner} learner")
+        presets = bitwise.PRESETS if learner == "bitwise" else PRESETS
+        if meta["preset"] not in presets:
             raise FormatError(f"model preset {meta['preset'][:40]!r} is newer than this seqd knows: upgrade seqd")
-        config = check_settings({**PRESETS[meta["preset"]], **meta["config"]})
-        _check_numerics(version, config.numerics)
-        if config.field_column_context and meta["preset"] in ("bytes-1", "bytes-2", "bytes-3"):
+        config = check_settings({**presets[meta["preset"]], **meta["config"]}, learner)
+        if learner == "online":
+            _check_numerics(version, config.numerics)
+        if learner == "online" and config.field_column_context and meta["preset"] in ("bytes-1", "bytes-2",
+                                                                                      "bytes-3"):
             raise FormatError("the file's model has the field column of seqd 0.3, which this seqd no longer "
                               "builds: decompress it with seqd 0.3")
         block_size = meta["block_size"]
@@ -303,7 +336,7 @@ def read_records(reader: BinaryIO, header: Header, offset: int) -> Iterator[Bloc
         kind, length, plen, crc, pcrc = _BLOCK.unpack(kind_byte + rest)
         chain = length + (chain if kind == CONTINUES else 0)
         if kind not in (FRESH, CONTINUES) or (header.chain_size is not None and chain > header.chain_size) \
-                or length > header.block_size or plen > max_encoded_bytes(length):
+                or length > header.block_size or plen > encoded_bound(header.config, length):
             raise FormatError(f"block {index} (at byte {offset}) is damaged: its record is not valid "
                               f"(kind {kind}, {length} bytes of {header.block_size} at most, a payload of {plen})")
         payload = _read_exact(reader, plen, f"block {index}", offset)
@@ -319,11 +352,11 @@ class BlockDecoder:
     kernels' buffers are sized by it, and the decoded symbols are bytes).
     """
 
-    def __init__(self, config: OnlineConfig, writer: str = ""):
+    def __init__(self, config: OnlineConfig | BitsConfig, writer: str = ""):
         check_config(config)
         self.config = config
         self.writer = writer
-        self.learner: OnlineLearner | None = None
+        self.learner: OnlineLearner | BitsLearner | None = None
         self._freq = freq_buffer(config.alphabet_cap)
 
     def decode(self, block: Block, progress=None, step: int = 1 << 16) -> bytes:
@@ -334,16 +367,19 @@ class BlockDecoder:
             raise FormatError(f"{where} is damaged (payload checksum mismatch)")
         if block.kind == CONTINUES and self.learner is None:
             raise FormatError(f"{where} continues a block that could not be decoded")
+        bitwise_model = isinstance(self.config, BitsConfig)
         if block.kind == FRESH:
-            self.learner = OnlineLearner(self.config)
+            self.learner = BitsLearner(self.config) if bitwise_model else OnlineLearner(self.config)
         data = np.frombuffer(block.payload, dtype=np.uint8)
-        cst = coder.decoder_state(data)
+        cst = (bitwise_codec if bitwise_model else coder).decoder_state(data)
         out = np.empty(block.length, dtype=np.uint8)
         symbols = np.empty(min(step, block.length), dtype=np.int64)
-        st, hyper, flags = self.learner.state, self.learner._hyper, self.learner._flags
+        st, hyper = self.learner.state, self.learner._hyper
         for start in range(0, block.length, step):
             chunk = symbols[:min(step, block.length - start)]
-            if decode_symbols(st, hyper, flags, data, cst, chunk, self._freq) < len(chunk):
+            done = bitwise_codec.decode_bytes(st, hyper, data, cst, chunk) if bitwise_model else \
+                decode_symbols(st, hyper, self.learner._flags, data, cst, chunk, self._freq)
+            if done < len(chunk):
                 self.learner = None
                 raise FormatError(f"{where} is damaged: its payload of {len(data)} bytes ends before its "
                                   f"{block.length} bytes are decoded")

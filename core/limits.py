@@ -26,6 +26,9 @@ import dataclasses
 import json
 import math
 
+from .bits import BitsConfig
+from .bits.codec import max_encoded_bytes as bitwise_encoded_bytes
+from .bits.config import state_nbytes as bitwise_state_nbytes
 from .kernels.elementary import NUMERICS
 from .online import OnlineConfig
 from .online.config import MAX_CREDIT_HORIZON, SELECTED_STEPS
@@ -85,7 +88,25 @@ BOOLS = ("column_context", "word_context", "field_column_context", "indirect_con
          "field_selected_weights", "number_context", "order2_selected_weights", "unit_selected_weights",
          "probability_maps", "transition_prior", "close_escape", "table_growth")
 NULLABLE = ("transition_rate",)
-META_KEYS = {"preset": str, "config": dict, "block_size": int, "chain_size": int, "build": str}
+# the bitwise model's settings (format 4), bounded the same way (BitsConfig adds rate_floor <= rate)
+BITWISE_INT_BOUNDS = {
+    "alphabet_cap": (256, 256),
+    "table_bits": (10, 24),
+    "history_bits": (10, 30),
+    "match_bits": (10, 26),
+    "slot_limit": (2, 65535),
+    "history_limit": (2, 65535),
+    "seed": (0, (1 << 63) - 1),
+}
+BITWISE_FLOAT_BOUNDS = {
+    "rate": (2.0 ** -20, 1.0),
+    "rate_floor": (2.0 ** -20, 1.0),
+    "rate_bits": (1.0, 2.0 ** 50),
+    "apm_rate": (2.0 ** -20, 1.0),
+    "apm_weight": (0.0, 1.0),
+}
+LEARNERS = ("online", "bitwise")  # a header's "learner": the GLNN byte model (formats 1-3, the default) or not
+META_KEYS = {"preset": str, "config": dict, "block_size": int, "chain_size": int, "build": str, "learner": str}
 REQUIRED_META = ("preset", "config", "block_size")
 
 
@@ -129,32 +150,39 @@ def parse_meta(body: bytes) -> dict:
     return meta
 
 
-def check_settings(settings: dict) -> OnlineConfig:
-    """The model of a header's settings (its preset's, then its overrides), each checked by type and bound.
+def check_settings(settings: dict, learner: str = "online") -> OnlineConfig | BitsConfig:
+    """The model of a header's settings (its preset's, then its overrides), each checked by type and bound;
+    ``learner`` is the header's (:data:`LEARNERS`).
 
     Raises a ValueError naming the first setting refused.
     """
-    names = {field.name for field in dataclasses.fields(OnlineConfig)}
+    if learner not in LEARNERS:
+        raise ValueError(f"learner {str(learner)[:40]!r} is not one this seqd knows: upgrade seqd")
+    kind = BitsConfig if learner == "bitwise" else OnlineConfig
+    names = {field.name for field in dataclasses.fields(kind)}
     for key, value in settings.items():
         if key not in names:
             raise ValueError(f"unknown setting {str(key)[:40]!r}")
-        _check_setting(key, value)
-    return OnlineConfig.from_settings(settings)
+        if kind is BitsConfig:
+            _check_setting(key, value, BITWISE_INT_BOUNDS, BITWISE_FLOAT_BOUNDS)
+        else:
+            _check_setting(key, value)
+    return BitsConfig(**settings) if kind is BitsConfig else OnlineConfig.from_settings(settings)
 
 
-def _check_setting(key: str, value) -> None:
+def _check_setting(key: str, value, int_bounds=INT_BOUNDS, float_bounds=FLOAT_BOUNDS) -> None:
     if key in NULLABLE and value is None:
         return
-    if key in INT_BOUNDS:
-        lo, hi = INT_BOUNDS[key]
+    if key in int_bounds:
+        lo, hi = int_bounds[key]
         if not isinstance(value, int) or isinstance(value, bool):
             raise ValueError(f"{key} must be an integer, got {_show(value)}")
         if not lo <= value <= hi:
             if key == "alphabet_cap":
                 raise ValueError(f"the container codes bytes: alphabet_cap must be 256, got {_show(value)}")
             raise ValueError(f"{key} must be in [{lo}, {hi}], got {_show(value)}")
-    elif key in FLOAT_BOUNDS:
-        lo, hi = FLOAT_BOUNDS[key]
+    elif key in float_bounds:
+        lo, hi = float_bounds[key]
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise ValueError(f"{key} must be a number, got {_show(value)}")
         if not lo <= value <= hi:  # NaN fails this too
@@ -180,22 +208,33 @@ def _show(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def check_config(config: OnlineConfig) -> None:
+def learner_of(config) -> str:
+    """The header's name of the learner of ``config`` (:data:`LEARNERS`)."""
+    return "bitwise" if isinstance(config, BitsConfig) else "online"
+
+
+def check_config(config: OnlineConfig | BitsConfig) -> None:
     """Refuse to write a model a reader would refuse (the writer's half of :func:`check_settings`)."""
-    if not isinstance(config, OnlineConfig):
-        raise ValueError(f"the .sqd container codes with seqd's online learner (an OnlineConfig); "
+    if not isinstance(config, (OnlineConfig, BitsConfig)):
+        raise ValueError(f"the .sqd container codes with seqd's byte models (an OnlineConfig or a BitsConfig); "
                          f"a {type(config).__name__} model has no .sqd format")
-    check_settings(json.loads(json.dumps(dataclasses.asdict(config))))
+    check_settings(json.loads(json.dumps(dataclasses.asdict(config))), learner_of(config))
 
 
-def decoding_memory(config: OnlineConfig, block_size: int, learners: int = 1) -> tuple[int, int]:
+def encoded_bound(config, n: int) -> int:
+    """The most payload bytes a block of ``n`` bytes codes to with ``config``'s model."""
+    return bitwise_encoded_bytes(n) if isinstance(config, BitsConfig) else max_encoded_bytes(n)
+
+
+def decoding_memory(config: OnlineConfig | BitsConfig, block_size: int, learners: int = 1) -> tuple[int, int]:
     """(model bytes, block buffer bytes) that decoding a file needs with ``learners`` blocks at once.
 
     A learner's state is fixed by its configuration (``state_nbytes``); a
-    block needs its payload (at most ``max_encoded_bytes(block_size)``), its
-    decoded bytes and their copy as ``bytes``.
+    block needs its payload (at most :func:`encoded_bound`), its decoded bytes
+    and their copy as ``bytes``.
     """
-    return learners * state_nbytes(config), learners * (max_encoded_bytes(block_size) + 2 * block_size)
+    model = bitwise_state_nbytes(config) if isinstance(config, BitsConfig) else state_nbytes(config)
+    return learners * model, learners * (encoded_bound(config, block_size) + 2 * block_size)
 
 
 def check_memory(config: OnlineConfig, block_size: int, limit: int, name: str = "the file", learners: int = 1,

@@ -15,8 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import contract
 from early import Early
 from seqd.core import coder, container
+from seqd.core.bits import BitsConfig, BitsLearner
+from seqd.core.bits import config as bitwise
 from seqd.core.container import FormatError, compress, decompress
 from seqd.core.online import OnlineConfig, OnlineLearner
 
@@ -173,7 +176,7 @@ def test_blocks_continue_one_learner_unless_chains_are_bounded():
     data = bytes(np.random.default_rng(1).integers(97, 100, 5000, dtype=np.uint8))
     packed = bytearray(compress(data, SMALL, block_size=1000))
     header = container.read_header(io.BytesIO(bytes(packed)))
-    assert header.chain_size is None and header.version == container.FORMAT_VERSION
+    assert header.chain_size is None and header.version == container.BYTE_MODEL_FORMAT
     records = list(container.read_records(io.BytesIO(bytes(packed[header.size:])), header, header.size))
     assert [r.kind for r in records[:-1]] == [container.FRESH] + [container.CONTINUES] * 4
     assert decompress(bytes(packed)) == data
@@ -242,6 +245,66 @@ def test_the_default_model_is_a_frozen_preset():
     """Changing OnlineConfig.bytes_default() must add a preset, or old files would decode with new settings."""
     settings_now = json.loads(json.dumps(dataclasses.asdict(OnlineConfig.bytes_default())))
     assert settings_now == container.PRESETS[container.PRESET]
+
+
+def test_the_bitwise_model_is_a_frozen_preset():
+    """Changing BitsConfig's defaults must add a preset (core/bits/config.py), as for the byte model."""
+    assert dataclasses.asdict(BitsConfig()) == bitwise.PRESETS[bitwise.PRESET]
+    assert list(bitwise.PRESETS)[-1] == bitwise.PRESET
+
+
+@pytest.mark.parametrize("block_size, chain_size", [(1 << 20, None), (3000, None), (3000, 6000)])
+def test_bitwise_files_round_trip_at_the_prequential_code_length(block_size, chain_size):
+    """Format 4: the bitwise model's files decode to their input, their header names it, and a chain's payload
+    is its prequential code length within a few bytes (the coder's split points, and its 4-byte flush and start
+    in each block)."""
+    data = contract.log_bytes(12000, 7) + bytes(range(256)) + b"\x00" * 500
+    config = BitsConfig(table_bits=12, history_bits=14, match_bits=12)
+    packed = compress(data, config, block_size=block_size, chain_size=chain_size)
+    assert decompress(packed) == data
+    reader = io.BytesIO(packed)
+    header = container.read_header(reader)
+    assert header.version == 4 and header.config == config and header.preset == bitwise.PRESET
+    blocks = [r for r in container.read_records(reader, header, header.size) if isinstance(r, container.Block)]
+    chains, start = [], 0
+    for block in blocks:
+        if block.kind == container.FRESH:
+            chains.append([start, start, 0, 0])
+        chains[-1][1] += block.length
+        chains[-1][2] += len(block.payload)
+        chains[-1][3] += 1
+        start += block.length
+    for first, end, payload, count in chains:
+        bits = BitsLearner(config).learn(data[first:end]).sum()
+        assert bits / 8 - 4 <= payload <= bits / 8 * 1.002 + 8 * count, (first, end, payload, bits / 8)
+
+
+def test_a_header_s_learner_must_be_its_format_s():
+    """Format 4 files are the bitwise model's ("learner": "bitwise"), formats 1 to 3 the GLNN byte model's."""
+    bitwise_file = compress(b"a bitwise file\n" * 20, BitsConfig(table_bits=10, history_bits=10, match_bits=10))
+    byte_file = compress(b"a byte model file\n" * 20, SMALL)
+    assert byte_file[8] == 3 and bitwise_file[8] == 4
+
+    def with_meta(packed: bytes, version: int, **changes) -> bytes:
+        head = container._HEAD.size
+        length = int.from_bytes(packed[12:16], "little")
+        meta = {**json.loads(packed[head:head + length]), **changes}
+        meta = {k: v for k, v in meta.items() if v is not None}
+        body = json.dumps(meta, sort_keys=True, separators=(",", ":")).encode()
+        new = container._HEAD.pack(container.MAGIC, version, 0, len(body)) + body
+        return new + zlib.crc32(new).to_bytes(4, "little") + packed[head + length + 4:]
+
+    for packed, message in [
+        (with_meta(byte_file, 4), "format 4 files are not coded by the online learner"),
+        (with_meta(bitwise_file, 3), "format 3 files are not coded by the bitwise learner"),
+        (with_meta(bitwise_file, 4, learner="neural"), "learner 'neural' is not one this seqd knows"),
+        (with_meta(bitwise_file, 4, config={"table_bits": 30}), "table_bits must be in \\[10, 24\\]"),
+        (with_meta(bitwise_file, 4, config={"units": 4}), "unknown setting 'units'"),
+        (with_meta(bitwise_file, 4, preset="bitwise-9"), "model preset 'bitwise-9' is newer"),
+    ]:
+        with pytest.raises(container.FormatError, match=message):
+            decompress(packed)
+    assert decompress(with_meta(bitwise_file, 4)) == b"a bitwise file\n" * 20
 
 
 def _header_naming(preset: str, config: dict) -> bytes:

@@ -115,6 +115,14 @@ class BitsConfig:
         return np.array([getattr(self, name) for name in HYPER], dtype=np.float64)
 
 
+# The bitwise model's presets as ``.sqd`` headers name them (format 4): each row frozen, written out in full;
+# changing BitsConfig's defaults adds a row (tests/test_container.py checks that the last one is BitsConfig()).
+PRESETS = {
+    "bitwise-1": dict(alphabet_cap=256, table_bits=18, history_bits=22, match_bits=20, rate=0.02, rate_floor=0.002,
+                      rate_bits=200000.0, slot_limit=60, history_limit=1023, apm_rate=0.02, apm_weight=0.5, seed=0),
+}
+PRESET = "bitwise-1"  # the preset files are written with
+
 HYPER = ("rate", "rate_floor", "rate_bits", "slot_limit", "history_limit", "apm_rate", "apm_weight")
 RATE, RATE_FLOOR, RATE_BITS, SLOT_LIMIT, HISTORY_LIMIT, APM_RATE, APM_WEIGHT = range(len(HYPER))
 

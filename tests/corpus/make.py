@@ -1,4 +1,5 @@
-"""Write the frozen decoding corpus of the current format version: ``python tests/corpus/make.py``.
+"""Write the frozen decoding corpus of the current format versions: ``python tests/corpus/make.py [LEVEL ...]`` for
+the byte model's (format 3), ``python tests/corpus/make.py bitwise`` for the bitwise model's (format 4).
 
 Each format version of ``.sqd`` gets one directory, ``tests/corpus/format-<N>/``,
 written by the seqd of that format and never rewritten: every later seqd must
@@ -26,7 +27,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-FIRST_PRESET = {1: "bytes-1", 2: "bytes-2", 3: "bytes-11"}  # the preset each format's files without a suffix have
+# the preset each format's files without a suffix have
+FIRST_PRESET = {1: "bytes-1", 2: "bytes-2", 3: "bytes-11", 4: "bitwise-1"}
 
 
 def synthetic_log(lines: int, seed: int) -> bytes:
@@ -64,9 +66,7 @@ def every_byte(seed: int) -> bytes:
     return bytes(values + tail)
 
 
-def cases(levels: list[str]) -> list[tuple[str, bytes, list[str]]]:
-    from seqd.core.container import FORMAT_VERSION
-
+def cases(levels: list[str], version: int) -> list[tuple[str, bytes, list[str]]]:
     log = synthetic_log(400, seed=1)
     out = [
         ("empty", b"", []),
@@ -74,25 +74,30 @@ def cases(levels: list[str]) -> list[tuple[str, bytes, list[str]]]:
         ("bytes", every_byte(seed=2), []),
         ("blocks", synthetic_log(300, seed=3), ["--block-size", "4K"]),
     ]
-    if FORMAT_VERSION >= 3:  # chains of blocks, each a learner of its own (--chain-size): format 3 on
+    if version >= 3:  # chains of blocks, each a learner of its own (--chain-size): format 3 on
         out.append(("chains", synthetic_log(300, seed=3), ["--block-size", "4K", "--chain-size", "8K"]))
     out += [(f"level{level}", log[:12_000], [f"-{level}"]) for level in levels]
     return out
 
 
 def main() -> int:
-    from seqd.core.container import FORMAT_VERSION, PRESET
+    from seqd.core.bits.config import PRESET as BITWISE_PRESET
+    from seqd.core.container import BYTE_MODEL_FORMAT, FORMAT_VERSION, PRESET
 
-    target = HERE / f"format-{FORMAT_VERSION}"
-    levels = sys.argv[1:]  # level names to cover, e.g. 1 6 9
+    bitwise = sys.argv[1:] == ["bitwise"]
+    version, preset = (FORMAT_VERSION, BITWISE_PRESET) if bitwise else (BYTE_MODEL_FORMAT, PRESET)
+    model = ["--model", "bitwise"] if bitwise else []
+    levels = [] if bitwise else sys.argv[1:]  # the byte model's level names to cover, e.g. 1 6 9
+    target = HERE / f"format-{version}"
     target.mkdir(parents=True, exist_ok=True)
     index = target / "MANIFEST.json"
-    manifest = json.loads(index.read_text()) if index.exists() else {"format": FORMAT_VERSION, "files": {}}
+    manifest = json.loads(index.read_text()) if index.exists() else {"format": version, "files": {}}
     writer = subprocess.run([sys.executable, "-m", "seqd", "--version"], capture_output=True, text=True,
                             check=True).stdout.strip()
     added = []
-    for name, data, options in cases(levels):
-        stem = name if FIRST_PRESET.get(FORMAT_VERSION, PRESET) == PRESET else f"{name}-{PRESET}"
+    for name, data, options in cases(levels, version):
+        options = model + options
+        stem = name if FIRST_PRESET.get(version, preset) == preset else f"{name}-{preset}"
         path = target / f"{stem}.sqd"
         if path.name in manifest["files"] or path.exists():
             continue
@@ -100,7 +105,7 @@ def main() -> int:
                              input=data, capture_output=True, check=True).stdout
         path.write_bytes(sqd)
         manifest["files"][path.name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-                                        "options": options, "writer": writer, "preset": PRESET}
+                                        "options": options, "writer": writer, "preset": preset}
         added.append(path.name)
     index.write_text(json.dumps(manifest, indent=1) + "\n")
     print(f"{target}: added {', '.join(added) or 'nothing (every case is there; files are never rewritten)'}")
