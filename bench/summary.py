@@ -79,6 +79,19 @@ def _speed(text: str) -> list[str]:
                                          if xz else ".")]
 
 
+def _bitwise(text: str) -> list[str]:
+    bits, speed = section(text, "bitwise_bits"), section(text, "bitwise_speed")
+    if bits is None or speed is None:
+        return []
+    means = {r["file"]: r for r in tables(bits)[0] if r["file"].endswith("size-weighted")}
+    public, held = means["public logs, size-weighted"], means["held-out logs, size-weighted"]
+    ratios = "; ".join(f"{r['command']} {r['new / 0.16 (median)']}" for r in tables(speed)[0])
+    return [f"- **The bitwise model** (preset `bitwise`, `seqd compress --model bitwise`; \"The bitwise byte "
+            f"model\"): public mean {public['bitwise']} bits/byte (`bytes-12` {public['bytes-12']}), "
+            f"held-out {held['bitwise']} ({held['bytes-12']}); CPU time against seqd 0.16, "
+            f"paired: {ratios}."]
+
+
 def _compressor(text: str) -> list[str]:
     block = section(text, "compress_logs")
     if block is None:
@@ -145,7 +158,7 @@ def _table1(text: str) -> list[str]:
 def summary(text: str) -> str:
     lines = ["Made by `python bench/summary.py` from the sections named; each figure's machine and command are "
              "in its section.", ""]
-    lines += _logs(text) + [""] + _speed(text) + _compressor(text) + _daemon(text) + _table1(text)
+    lines += _logs(text) + [""] + _speed(text) + _bitwise(text) + _compressor(text) + _daemon(text) + _table1(text)
     return "\n".join(lines)
 
 

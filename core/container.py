@@ -71,7 +71,8 @@ class Header:
     block_size: int
     build: str  # what produced the file: seqd, numba and numpy versions, the CPU target (informative)
     size: int = 0  # bytes the header took in the file it was read from
-    preset: str = PRESET  # the preset a file read names; to_bytes writes its model's newest and the settings that differ
+    preset: str = PRESET  # the preset a file read names; to_bytes writes its model's newest, and the settings that
+    # differ from it
     version: int = FORMAT_VERSION  # the format version a file read has; to_bytes writes format_of(config)
     # the most original bytes a chain (a FRESH block and the CONTINUES blocks after it) holds; None: any number
     # (the whole file may be one chain, learned by one model).  Before format 3, the block size.

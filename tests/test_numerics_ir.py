@@ -38,6 +38,8 @@ from seqd.core.container import compress, decompress
 
 data = b"".join(b"%d GET /item/%d 200 %dms\n" % (i, i * 31 % 977, i * 7 % 113) for i in range(400))
 assert decompress(compress(data)) == data
+from seqd.core.bits import BitsConfig
+assert decompress(compress(data, BitsConfig(table_bits=10, history_bits=10, match_bits=10))) == data
 RUNTIME = re.compile(r"(Py|_Py|NRT_|numba_(do_raise|gil_ensure|gil_release|runtime_build_excinfo_struct|unpickle|adapt_ndarray)$)")
 ALLOWED_INTRINSICS = re.compile(r"llvm\.(sqrt|fabs|copysign|masked\.(gather|scatter|load|store))\.")
 FLOAT_TYPES = re.compile(r"\.(v\d+)?(f16|f32|f64|f80|f128)\b")
@@ -80,7 +82,8 @@ def test_coding_path_uses_only_basic_ieee_operations():
     for needed in ("seqd.core.online.codec.encode_symbols", "seqd.core.online.codec.decode_symbols",
                    "seqd.core.online.steps.learn_step", "seqd.core.online.sources.activities",
                    "seqd.core.online.mixer.vote", "seqd.core.online.mixer.context_writing_update",
-                   "seqd.core.kernels.forward.softmax_offset_into", "seqd.core.online.window.window_update"):
+                   "seqd.core.kernels.forward.softmax_offset_into", "seqd.core.online.window.window_update",
+                   "seqd.core.bits.codec.encode_bytes", "seqd.core.bits.codec.decode_bytes"):
         assert needed in kernels, f"{needed} was not compiled by the round trip: {sorted(kernels)}"
     assert report["problems"] == [], "\n".join(sorted(set(report["problems"])))
 
