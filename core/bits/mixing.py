@@ -42,7 +42,7 @@ import numpy as np
 
 from ..jit import inline_kernel
 from ..kernels.elementary import exp, log2
-from ..online.hashing import absorb, finalize
+from ..online.hashing import absorb, finalize, log2_ceil
 from .config import (APM2_BITS, APM_RATE, APM_WEIGHT, BIAS, BIAS_INPUT, BUCKET, FIELD, FIELD_START, HISTORY_AT,
                      HISTORY_LIMIT, MATCH_BYTE, MATCH_INPUT, MATCH_LEN, MIXERS, NUMBER_BUCKET, NUMBER_BYTE,
                      NUMBER_INPUT, NUMBER_J, POS, RATE, RATE_BITS, RATE_FLOOR, SAME, SET_START, SLOT_LIMIT, TAG_AT,
@@ -76,20 +76,12 @@ def _bucket_and_tag(ctx, c0, bits):
 
 
 @inline_kernel
-def _table_bits(buckets):
-    bits = 0
-    while (1 << bits) < buckets.shape[1]:
-        bits += 1
-    return bits
-
-
-@inline_kernel
 def find_buckets(st, c0):
     """Each source's bucket for its context and the nibble seen so far (c0 = 1 at bit 7, 16..31 at bit 3), into
     ``st.bucket[0]`` or ``[1]``: its index b where the bucket's check tag is this context's, else -2 - b (no
     bucket yet: :func:`claim` takes b over once the byte is known).  Nothing is written to the tables."""
     buckets, ctx, bucket = st.buckets, st.ctx, st.bucket[0 if c0 < 16 else 1]
-    bits = _table_bits(buckets)
+    bits = log2_ceil(buckets.shape[1])
     for j in range(buckets.shape[0]):
         b, tag = _bucket_and_tag(ctx[j], c0, bits)
         bucket[j] = b if buckets[j, b, TAG_AT] == tag else -2 - b
@@ -100,7 +92,7 @@ def claim(st, c0):
     """Before a nibble's bits are learned: each source without a bucket for it (:func:`find_buckets`) takes
     over the one its context hashes to, cleared (its previous context's nodes are lost)."""
     buckets, ctx, bucket = st.buckets, st.ctx, st.bucket[0 if c0 < 16 else 1]
-    bits = _table_bits(buckets)
+    bits = log2_ceil(buckets.shape[1])
     for j in range(buckets.shape[0]):
         if bucket[j] >= 0:
             continue

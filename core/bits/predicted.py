@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import inline_kernel
-from ..online.hashing import absorb, finalize
+from ..online.hashing import absorb, finalize, log2_ceil
 from .config import (MATCH_BYTE, MATCH_LEN, MATCH_LONGEST, MATCH_MIN, MATCH_PTR, N_AFTER, N_CHANGE, N_KEY, N_KEYED,
                      N_LAST, N_LENGTH, N_ON_TRACK, N_PREDICTED, N_RUN, N_STREAK, N_STREAK_NOW, N_TAG, N_VALUE,
                      NUMBER_BUCKET, NUMBER_BYTE, NUMBER_CONTEXTS, NUMBER_DIGITS, NUMBER_J, NUMBER_POSITIONS,
@@ -75,10 +75,7 @@ def observe_match(st, symbol, t):
     h = np.uint64(0x9753)
     for q in range(MATCH_MIN):
         h = absorb(h, hist[(t - q) & mask])
-    bits = 0
-    while (1 << bits) < table.shape[0]:
-        bits += 1
-    slot = np.int64(finalize(h) >> np.uint64(64 - bits))
+    slot = np.int64(finalize(h) >> np.uint64(64 - log2_ceil(table.shape[0])))
     if ints[MATCH_LEN] == 0:
         cand = table[slot]  # the position after the last occurrence, + 0: none (positions count from 1 here)
         if cand > 0:
