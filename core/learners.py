@@ -110,12 +110,13 @@ def settings_of(config) -> dict:
 
 def config_from(model: str, settings: dict):
     """The configuration stored as ``model``'s ``settings``: ValueError when the model or a setting is unknown.
-    The GLNN's takes the settings an earlier seqd did not write as that seqd had them."""
+    The byte models' (the GLNN's and the bitwise one's) take the settings an earlier seqd did not write as that
+    seqd had them."""
     if model not in MODELS:
         raise ValueError(f"unknown model {model!r}; known: {', '.join(MODELS)}")
     kind = MODELS[model].config
     try:
-        return kind.from_settings(settings) if kind is OnlineConfig else kind(**settings)
+        return kind.from_settings(settings) if kind in (OnlineConfig, BitsConfig) else kind(**settings)
     except TypeError as exc:
         raise ValueError(f"{model} settings are invalid: {exc}") from None
 

@@ -97,6 +97,11 @@ BITWISE_INT_BOUNDS = {
     "slot_limit": (2, 65535),
     "history_limit": (2, 65535),
     "seed": (0, (1 << 63) - 1),
+    "revision": (1, 2),
+    "apm2_bits": (10, 24),
+    "units": (0, 64),
+    "unit_degree": (1, 64),
+    "unit_window": (1, 4096),
 }
 BITWISE_FLOAT_BOUNDS = {
     "rate": (2.0 ** -20, 1.0),
@@ -104,7 +109,13 @@ BITWISE_FLOAT_BOUNDS = {
     "rate_bits": (1.0, 2.0 ** 50),
     "apm_rate": (2.0 ** -20, 1.0),
     "apm_weight": (0.0, 1.0),
+    "unit_input_scale": (0.0, 1024.0),
+    "unit_writing_discount": (2.0 ** -30, 0.5),
+    "unit_writing_prior": (2.0 ** -20, 2.0 ** 20),
+    "unit_metric_discount": (2.0 ** -30, 0.5),
+    "unit_metric_prior": (2.0 ** -20, 2.0 ** 20),
 }
+BITWISE_BOOLS = ("runs",)
 LEARNERS = ("online", "bitwise")  # a header's "learner": the GLNN byte model (formats 1-3, the default) or not
 META_KEYS = {"preset": str, "config": dict, "block_size": int, "chain_size": int, "build": str, "learner": str}
 REQUIRED_META = ("preset", "config", "block_size")
@@ -164,13 +175,13 @@ def check_settings(settings: dict, learner: str = "online") -> OnlineConfig | Bi
         if key not in names:
             raise ValueError(f"unknown setting {str(key)[:40]!r}")
         if kind is BitsConfig:
-            _check_setting(key, value, BITWISE_INT_BOUNDS, BITWISE_FLOAT_BOUNDS)
+            _check_setting(key, value, BITWISE_INT_BOUNDS, BITWISE_FLOAT_BOUNDS, BITWISE_BOOLS)
         else:
             _check_setting(key, value)
-    return BitsConfig(**settings) if kind is BitsConfig else OnlineConfig.from_settings(settings)
+    return kind.from_settings(settings)
 
 
-def _check_setting(key: str, value, int_bounds=INT_BOUNDS, float_bounds=FLOAT_BOUNDS) -> None:
+def _check_setting(key: str, value, int_bounds=INT_BOUNDS, float_bounds=FLOAT_BOUNDS, bools=BOOLS) -> None:
     if key in NULLABLE and value is None:
         return
     if key in int_bounds:
@@ -190,7 +201,7 @@ def _check_setting(key: str, value, int_bounds=INT_BOUNDS, float_bounds=FLOAT_BO
     elif key in CHOICES:
         if value not in CHOICES[key] or not isinstance(value, str):
             raise ValueError(f"{key} must be one of {', '.join(CHOICES[key])}, got {_show(value)}")
-    elif key in BOOLS:
+    elif key in bools:
         if not isinstance(value, bool):
             raise ValueError(f"{key} must be true or false, got {_show(value)}")
     elif key == "context_orders":

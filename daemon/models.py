@@ -17,12 +17,15 @@ import dataclasses
 
 from ..core.learners import MODELS, PRESETS, model_of, settings_of, work_per_symbol
 from ..core.online import OnlineConfig
+from ..core.bits import BitsConfig
+from ..core.bits.versions import earlier_bitwise_models
 from ..core.online.versions import earlier_byte_models
 
 
 # Earlier versions of a preset, for streams an older seqd created with it: such a stream keeps its model, and
 # a create with exist_ok that names the preset still finds it.  The byte model's come from its table of versions
-# (core/online/versions.py), each as the settings it had instead of today's.
+# (core/online/versions.py), the bitwise model's from its own (core/bits/versions.py), each as the settings it
+# had instead of today's.
 # What "glnn" had before seqd 0.13: the escape's share kept until the window that filled the alphabet ended;
 # before seqd 0.12, also no credit beyond the window; before seqd 0.11, also the prior's mass on tau without its
 # pull, the writing sums by the clock, the transition rate starting at 1/N
@@ -40,6 +43,7 @@ def _earlier(make, *befores):
 
 
 EARLIER = {"bytes": _earlier(OnlineConfig.bytes_default, *earlier_byte_models()),
+           "bitwise": _earlier(BitsConfig, *earlier_bitwise_models()),
            "glnn": _earlier(OnlineConfig, _GLNN_0_12, _GLNN_0_11, _GLNN_0_10)}
 
 
@@ -59,7 +63,8 @@ def is_earlier_preset(config, preset: str | None, overrides: dict | None) -> boo
 # max_state_bytes before it is kept.
 SERVED_BOUNDS = {
     "glnn": {"units": 512, "degree": 64, "window": 256, "context_bits": 22, "history_bits": 26, "match_bits": 24},
-    "bitwise": {"table_bits": 20, "history_bits": 26, "match_bits": 24},
+    "bitwise": {"table_bits": 20, "history_bits": 26, "match_bits": 24, "apm2_bits": 20, "units": 16,
+                "unit_degree": 16, "unit_window": 256},
     "ctw": {"depth": 64, "node_bits": 22},
     "esn": {"units": 2048, "connections": 64},
     "lstm": {"cells": 512, "layers": 4, "horizon": 256},

@@ -45,6 +45,7 @@ from typing import Callable
 import numpy as np
 
 from seqd.core.bits import BitsConfig, BitsLearner
+from seqd.core.bits.versions import PRESETS as BITWISE_PRESETS
 from seqd.core.container import level_config
 from seqd.core.ctw import CTWConfig, CTWLearner
 from seqd.core.esn import ESNConfig, ESNLearner
@@ -141,7 +142,7 @@ REGISTRY: list[Entry] = [
     # the daemon's presets (seqd.daemon.streams.PRESETS), as "preset-<name>"; "bytes" is also seqd compress's model
     Entry("preset-bytes", OnlineConfig.bytes_default),
     Entry("preset-glnn", OnlineConfig),
-    Entry("preset-bitwise", BitsConfig, BitsLearner, random=False, closed=True),
+    Entry("preset-bitwise", BitsConfig, BitsLearner, closed=True),  # the seed draws the units' graph and rates
     Entry("preset-ctw", CTWConfig, CTWLearner, random=False),
     Entry("preset-esn", ESNConfig, ESNLearner),
     Entry("preset-lstm", LSTMConfig, LSTMLearner),
@@ -153,7 +154,10 @@ REGISTRY: list[Entry] = [
     Entry("level-max", lambda: level_config(9)),
     # the bitwise model with tables of a few kilobytes: buckets taken over, and a history ring that wraps
     Entry("bitwise-small-tables", lambda: BitsConfig(table_bits=10, history_bits=10, match_bits=10), BitsLearner,
-          random=False, closed=True),
+          closed=True),
+    # the bitwise model of seqd 0.20 (preset bitwise-1: no units, no runs), whose files and streams live on
+    Entry("bitwise-1", lambda: BitsConfig.from_settings({**BITWISE_PRESETS["bitwise-1"], "table_bits": 12}),
+          BitsLearner, random=False, closed=True),
     # context-tree weighting (seed 000's sanity check): a small alphabet, and bytes with a pool that fills
     Entry("ctw-cap16", lambda: CTWConfig(alphabet_cap=16, depth=4), CTWLearner, random=False),
     Entry("ctw-bytes-small-pool", lambda: CTWConfig(alphabet_cap=256, depth=6, node_bits=10), CTWLearner,

@@ -8,7 +8,8 @@ import math
 import numpy as np
 
 from seqd.core.bits.config import (APM_POINTS, APM_RATE, APM_WEIGHT, BITS_SEEN, HISTORY_LIMIT, MIXERS, RATE,
-                                   RATE_BITS, RATE_FLOOR, SLOT_LIMIT)
+                                   RATE_BITS, RATE_FLOOR, RUN_AT, SLOT_LIMIT, UNIT_WRITING_DISCOUNT,
+                                   UNIT_WRITING_PRIOR)
 
 
 def stretch(p: float) -> float:
@@ -21,6 +22,72 @@ def stretch(p: float) -> float:
 def squash(x: float) -> float:
     x = min(max(x, -30.0), 30.0)
     return 1.0 / (1.0 + math.exp(-x))
+
+
+def squash_table(x: float) -> float:
+    """Revision 2's squash: linear interpolation between the logistic's values at the 64ths over [-12, 12]."""
+    at = (min(max(x, -12.0), 12.0) + 12.0) * 64.0
+    lo = min(int(at), 2 * 12 * 64 - 1)
+    f0, f1 = (1.0 / (1.0 + math.exp(-(q / 64.0 - 12.0))) for q in (lo, lo + 1))
+    return f0 + (f1 - f0) * (at - lo)
+
+
+def run_bucket(n: int) -> int:
+    return n if n < 8 else 8 + (n - 8) // 4 if n < 16 else 10 if n < 32 else 11 if n < 64 else 12 if n < 128 else 13
+
+
+def runs_at_start(st) -> list[tuple[int, int, int, float, float]]:
+    """Each source's run at a byte's start, from its high-nibble bucket: (source, byte, length bucket, vote for
+    a 0, vote for a 1), the votes -stretch and stretch of the run's rates then."""
+    out = []
+    for j in range(st.buckets.shape[0]):
+        b = int(st.bucket[0, j])
+        if b < 0 or st.run_p.shape[0] == 0:
+            continue
+        w = int(st.buckets[j, b, RUN_AT])
+        if w >> 8:
+            c = run_bucket(w >> 8)
+            out.append((j, w & 255, c, -stretch(float(st.run_p[j, c, 0])), stretch(float(st.run_p[j, c, 1]))))
+    return out
+
+
+def run_inputs(runs, sources: int, c0: int, bit: int) -> np.ndarray:
+    """Each source's run vote on the bit: the one for the bit its byte has there, while that byte begins with
+    the bits of c0; 0 otherwise."""
+    x = np.zeros(sources)
+    for j, byte, _, v0, v1 in runs:
+        if (byte | 256) >> (bit + 1) == c0:
+            x[j] = v1 if (byte >> bit) & 1 else v0
+    return x
+
+
+def unit_logit(st, c0: int) -> float:
+    """sum_i a_i v[c0, i] at the current window time."""
+    a = st.unit_a[int(st.unit_ints[0])]
+    return sum(float(a[i]) * float(st.unit_v[c0, i]) for i in range(a.shape[0]))
+
+
+def unit_writing_step(st, hyper, c0: int, y: int, u: float):
+    """(v, h0, hd) rows of node c0 after its bit y, by eqs. 17-21: the discounted sums, then the
+    quasi-diagonal Newton step scaled by 1/N, written term by term."""
+    a = [float(v) for v in st.unit_a[int(st.unit_ints[0])]]
+    v, h0, hd = (arr[c0].astype(float).copy() for arr in (st.unit_v, st.unit_h0, st.unit_hd))
+    p = squash_table(u)
+    c, e = p * (1 - p), y - p
+    g = hyper[UNIT_WRITING_DISCOUNT]
+    prior = g * hyper[UNIT_WRITING_PRIOR]
+    h0[0] = (1 - g) * h0[0] + prior + c
+    for i in range(1, len(a)):
+        h0[i] = (1 - g) * h0[i] + c * a[i]
+        hd[i] = (1 - g) * hd[i] + prior + c * a[i] ** 2
+    grad0 = e - prior * v[0]
+    steps = [(e * a[i] - prior * v[i] - grad0 * h0[i] / h0[0]) / (hd[i] - h0[i] ** 2 / h0[0])
+             for i in range(1, len(a))]
+    bias = grad0 / h0[0] - sum(h0[i] / h0[0] * steps[i - 1] for i in range(1, len(a)))
+    eta = 1.0 / (len(a) - 1)
+    v[1:] += eta * np.array(steps)
+    v[0] += eta * bias
+    return v, h0, hd
 
 
 def node_of(c0: int, bit: int) -> int:
@@ -58,11 +125,14 @@ def source_inputs(st, nibble: int, node: int) -> np.ndarray:
     return x
 
 
-def mixed(st, hyper, inputs, rows, final_row, apm_rows):
-    """The mixers' logits, the final logit, squash of it, and the final 16-bit probability, from the inputs."""
+def mixed(st, hyper, inputs, rows, final_row, apm_rows, revision=1):
+    """The mixers' logits, the final logit, squash of it, and the final 16-bit probability, from the inputs
+    (revision 2: no second mixer, squash by the table)."""
     d = [min(max(float(np.dot(st.weights[r], inputs)), -30.0), 30.0) for r in rows]
+    if revision >= 2:
+        d[1] = 0.0
     x = sum(float(st.final[final_row, m]) * d[m] for m in range(MIXERS))
-    pm = squash(x)
+    pm = squash_table(x) if revision >= 2 else squash(x)
     xs = min(max(x, -7.999), 7.999)
     at = (xs + 8.0) * 2.0
     lo = int(at)
@@ -76,13 +146,16 @@ def mixed(st, hyper, inputs, rows, final_row, apm_rows):
     return d, x, pm, min(max(int(pf * 65536.0), 1), 65535), lo, frac
 
 
-def learn_bit(st, hyper, y, nibble, inputs, rows, d, pm, final_row, node, apm_rows, lo, frac):
-    """The state after bit y, every part's step written out (on copies of the arrays it changes)."""
+def learn_bit(st, hyper, y, nibble, inputs, rows, d, pm, final_row, node, apm_rows, lo, frac, revision=1):
+    """The state after bit y, every part's step written out (on copies of the arrays it changes); revision 2's
+    runs and units have theirs in :func:`learn_runs` and :func:`unit_writing_step`."""
     seen = int(st.ints[BITS_SEEN])  # before this bit
     rate = hyper[RATE_FLOOR] + (hyper[RATE] - hyper[RATE_FLOOR]) * hyper[RATE_BITS] / (hyper[RATE_BITS] + seen)
     weights, final = st.weights.copy(), st.final.copy()
     for m, r in enumerate(rows):
-        weights[r] += (y - squash(d[m])) * rate * inputs
+        if revision >= 2 and m == 1:
+            continue
+        weights[r] += (y - (squash_table(d[m]) if revision >= 2 else squash(d[m]))) * rate * inputs
     final[final_row] += (y - pm) * rate * 0.5 * np.array(d)
     buckets, history_p, history_n = st.buckets.copy(), st.history_p.copy(), st.history_n.copy()
     for j in range(buckets.shape[0]):
@@ -114,3 +187,14 @@ def learn_bit(st, hyper, y, nibble, inputs, rows, d, pm, final_row, node, apm_ro
     return dict(weights=weights, final=final, buckets=buckets, history_p=history_p, history_n=history_n,
                 apm1=maps[0], apm2=maps[1])
 
+
+
+def learn_runs(st, runs, c0: int, bit: int, y: int):
+    """(run_p, run_n) after bit y: each run that voted moves its rate toward whether it was right."""
+    p, n = st.run_p.copy(), st.run_n.copy()
+    for j, byte, c, _, _ in runs:
+        if (byte | 256) >> (bit + 1) == c0:
+            e = (byte >> bit) & 1
+            n[j, c, e] += 1
+            p[j, c, e] += max(1.0 / (n[j, c, e] + 1.5), 1.0 / 256) * ((y == e) - p[j, c, e])
+    return p, n

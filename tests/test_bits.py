@@ -10,9 +10,10 @@ import pytest
 import naive_bits
 from contract import log_bytes
 from seqd.core.bits import BitsConfig, BitsLearner
-from seqd.core.bits import contexts, mixing, predicted
+from seqd.core.bits import contexts, mixing, model, predicted
 from seqd.core.bits.config import (BIAS_INPUT, FIELD_ABOVE, INTS, MATCH_BYTE, MATCH_INPUT, MIXERS, NUMBER_BUCKET,
-                                   NUMBER_BYTE, NUMBER_INPUT, NUMBER_J, SOURCES)
+                                   NUMBER_BYTE, NUMBER_INPUT, NUMBER_J, SOURCES, UNIT_INPUT)
+from seqd.core.bits.versions import PRESETS
 from seqd.core.bits.mixing import APM1_ROW, APM2_ROW, FINAL_ROW
 
 SMALL = dict(table_bits=12, history_bits=14, match_bits=12)
@@ -24,20 +25,27 @@ def _ready(learner):
     predicted.predict(learner.state)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_a_byte_s_bits_against_the_reference(seed):
+REVISIONS = {1: BitsConfig.from_settings({**PRESETS["bitwise-1"], **SMALL}), 2: BitsConfig(**SMALL)}
+
+
+@pytest.mark.parametrize("revision, seed", [(1, 0), (1, 1), (2, 0), (2, 1), (2, 2)])
+def test_a_byte_s_bits_against_the_reference(revision, seed):
     """The 8 bits of a byte, mid-stream: each one's inputs, the mixers' logits and the 16-bit probability as the
     formulas give them (and predicting changes nothing learned), then every array ``learn_bit`` changes as the
-    reference changes it."""
-    learner = BitsLearner(BitsConfig(**SMALL))
+    reference changes it; for revision 2 also the units' logit and writing step and the runs' votes and
+    rates."""
+    learner = BitsLearner(REVISIONS[revision])
     data = log_bytes(3000, seed)
     learner.learn(data[:2500])
     st, hyper = learner.state, learner._hyper
-    _ready(learner)
+    model.start_byte(st)
+    runs = naive_bits.runs_at_start(st)
+    if revision == 2:
+        assert runs and st.runs[-1, 0] == len(runs)
     symbol, c0 = data[2500], 1
     for bit in range(7, -1, -1):
         k, nibble = 7 - bit, 0 if bit >= 4 else 1
-        if bit in (7, 3):
+        if bit == 3:
             mixing.find_buckets(st, c0)
         before = st.weights.copy(), st.buckets.copy()
         p16 = mixing.probability(st, hyper, c0, bit)
@@ -46,16 +54,29 @@ def test_a_byte_s_bits_against_the_reference(seed):
         x = st.inputs[k].copy()
         assert np.allclose(x[:2 * SOURCES], naive_bits.source_inputs(st, nibble, node), rtol=1e-12, atol=1e-12)
         assert x[BIAS_INPUT] == 0.25 and np.isfinite(x[MATCH_INPUT:NUMBER_INPUT + 1]).all()
+        if revision == 2:
+            u = naive_bits.unit_logit(st, c0)
+            assert x[UNIT_INPUT] == pytest.approx(min(max(u, -8.0), 8.0), rel=1e-12, abs=1e-12)
+            want_runs = naive_bits.run_inputs(runs, SOURCES, c0, bit)
+            assert np.allclose(x[UNIT_INPUT + 1:UNIT_INPUT + 1 + SOURCES], want_runs, rtol=1e-12, atol=1e-12)
+            assert not x[UNIT_INPUT + 1 + SOURCES:].any()  # the padding to four lanes
         rows = [int(r) for r in st.rows[k, :MIXERS]]
         apm_rows = (int(st.rows[k, APM1_ROW]), int(st.rows[k, APM2_ROW]))
         final_row = int(st.rows[k, FINAL_ROW])
-        d, _, pm, p16_ref, lo, frac = naive_bits.mixed(st, hyper, x, rows, final_row, apm_rows)
+        d, _, pm, p16_ref, lo, frac = naive_bits.mixed(st, hyper, x, rows, final_row, apm_rows, revision)
         assert np.allclose(st.outputs[k, :MIXERS], d, rtol=1e-12, atol=1e-12)
         assert abs(p16 - p16_ref) <= 1  # seqd's own exp against math's: a last-place difference may round across
         y = (symbol >> bit) & 1
         if bit in (7, 3):
             mixing.claim(st, c0)
-        want = naive_bits.learn_bit(st, hyper, y, nibble, x, rows, d, pm, final_row, node, apm_rows, lo, frac)
+        want = naive_bits.learn_bit(st, hyper, y, nibble, x, rows, d, pm, final_row, node, apm_rows, lo, frac,
+                                    revision)
+        if revision == 2:
+            want["unit_v"], want["unit_h0"], want["unit_hd"] = (arr.copy() for arr in (st.unit_v, st.unit_h0,
+                                                                                       st.unit_hd))
+            v, h0, hd = naive_bits.unit_writing_step(st, hyper, c0, y, u)
+            want["unit_v"][c0], want["unit_h0"][c0], want["unit_hd"][c0] = v, h0, hd
+            want["run_p"], want["run_n"] = naive_bits.learn_runs(st, runs, c0, bit, y)
         mixing.learn_bit(st, hyper, bit, y)
         for name, value in want.items():  # the maps are float32: a last-place difference in their base shows
             tol = 1e-6 if value.dtype == np.float32 else 1e-9
@@ -86,7 +107,8 @@ def test_the_distribution_is_what_learning_scores_and_leaves_the_state(table_bit
     before = learner.to_bytes()
     p = learner.predict_proba()
     assert p.shape == (256,) and abs(p.sum() - 1.0) < 1e-12 and (p > 0).all()
-    learned = [f for f in learner.state._fields if f not in ("ctx", "bucket", "inputs", "outputs", "rows", "ints")]
+    learned = [f for f in learner.state._fields
+               if f not in ("ctx", "bucket", "inputs", "outputs", "rows", "ints", "runs", "run_stretch")]
     again = BitsLearner.from_bytes(before)
     for name in learned:
         assert np.array_equal(getattr(learner.state, name), getattr(again.state, name)), name
@@ -143,3 +165,30 @@ def test_the_history_ring_wraps():
 def test_bad_settings_are_clear_errors(settings, message):
     with pytest.raises(ValueError, match=message):
         BitsConfig(**settings)
+
+
+def test_a_snapshot_of_seqd_0_20_restores_to_its_model():
+    """A version-1 snapshot (seqd 0.20's: no runs' or units' arrays, no settings for them) restores to the
+    bitwise-1 model and continues bit for bit, as the learner that wrote it would; so does a stream.json's
+    configuration without the new settings."""
+    from collections import namedtuple
+    from dataclasses import asdict, make_dataclass
+
+    from seqd.core import arrays_snapshot
+    from seqd.core.bits import snapshot
+    from seqd.core.bits.versions import ADDED_SETTINGS
+
+    config = BitsConfig.from_settings({**PRESETS["bitwise-1"], **SMALL})
+    learner = BitsLearner(config)
+    data = log_bytes(6000, 4)
+    learner.learn(data[:4000])
+    arrays = {name: a for name, a in learner.state._asdict().items() if not name.startswith(("run", "unit_"))}
+    assert not any(a.size for name, a in learner.state._asdict().items() if name not in arrays)
+    settings = {k: v for k, v in asdict(config).items() if k not in ADDED_SETTINGS}
+    written = make_dataclass("Settings", list(settings))(**settings)  # seqd 0.20's settings, its arrays
+    packed = arrays_snapshot.pack(snapshot.MAGIC, 1, written, namedtuple("State", list(arrays))(**arrays))
+    again = BitsLearner.from_bytes(packed)
+    assert again.config == config and again.config.revision == 1 and not again.config.runs
+    assert np.array_equal(again.predict_proba(), learner.predict_proba())
+    assert np.array_equal(again.learn(data[4000:]), learner.learn(data[4000:]))
+    assert BitsConfig.from_settings(settings) == config

@@ -299,7 +299,9 @@ def test_a_header_s_learner_must_be_its_format_s():
         (with_meta(bitwise_file, 3), "format 3 files are not coded by the bitwise learner"),
         (with_meta(bitwise_file, 4, learner="neural"), "learner 'neural' is not one this seqd knows"),
         (with_meta(bitwise_file, 4, config={"table_bits": 30}), "table_bits must be in \\[10, 24\\]"),
-        (with_meta(bitwise_file, 4, config={"units": 4}), "unknown setting 'units'"),
+        (with_meta(bitwise_file, 4, config={"context_orders": [1]}), "unknown setting 'context_orders'"),
+        (with_meta(bitwise_file, 4, config={"units": 65}), "units must be in \\[0, 64\\]"),
+        (with_meta(bitwise_file, 4, config={"runs": 1}), "runs must be true or false"),
         (with_meta(bitwise_file, 4, preset="bitwise-9"), "model preset 'bitwise-9' is newer"),
     ]:
         with pytest.raises(container.FormatError, match=message):

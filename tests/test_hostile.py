@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 
 from seqd.core import coder, container, limits
+from seqd.core.bits import BitsConfig
 from seqd.core.container import FormatError, compress, decompress
 from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online.state import new_state, state_nbytes, state_shapes
@@ -273,6 +274,8 @@ def test_state_shapes_are_the_arrays_new_state_makes():
 def test_every_setting_has_a_bound_and_the_writer_refuses_what_the_reader_refuses():
     bounded = set(limits.INT_BOUNDS) | set(limits.FLOAT_BOUNDS) | set(limits.CHOICES) | set(limits.BOOLS)
     assert bounded | {"context_orders"} == {f.name for f in dataclasses.fields(OnlineConfig)}
+    bitwise = set(limits.BITWISE_INT_BOUNDS) | set(limits.BITWISE_FLOAT_BOUNDS) | set(limits.BITWISE_BOOLS)
+    assert bitwise == {f.name for f in dataclasses.fields(BitsConfig)}
     limits.check_config(OnlineConfig.bytes_default())  # the preset, and every configuration of the registry
     for entry in contract.ONLINE:
         if entry.config().alphabet_cap == 256:

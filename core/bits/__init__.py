@@ -10,7 +10,14 @@ sources read as contexts of bits), of a match model and of a number model
 (``predicted.py``); four mixers with weight sets selected by small contexts,
 a final mixer, and two adaptive probability maps (``mixing.py``).  Each
 source keeps, per context and nibble, one 64-byte bucket: the 15 nodes of
-the nibble's tree, each with a probability and a bit history.
+the nibble's tree, each with a probability and a bit history.  Since
+revision 2 (seqd 0.21, preset ``bitwise-2``) each source's run votes too
+(``runs.py``: the byte its context saw last, and how often in a row), and
+so do the GLNN's recurrent units: seed 000's gated leaky network, whose
+writing layer is the byte's binary tree, trained online by truncated
+back-propagation with the Riemannian (RBPM) metric blocks kept by
+Sherman-Morrison updates (``units.py``); three mixers remain.  The
+versions and their presets: ``versions.py``.
 
 Where the 256-way model (``seqd.core.online``) spends most of its time
 voting over every symbol a source names and keeping a metric block for

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import inline_kernel, kernel
-from . import contexts, predicted
 from .mixing import claim, find_buckets, learn_bit, probability
+from .model import end_byte, start_byte
 
 X1, X2, POS, CODE = range(4)  # the coder state: the interval, the next output (or input) byte, the decoder's code
 STATE_FIELDS = 4
@@ -110,11 +110,10 @@ def decode_bit(st, data, p16):
 @inline_kernel
 def _byte(st, hyper, symbol, cst, buf, decoding):
     """Code byte ``symbol`` (or, ``decoding``, find it from the coder reading ``buf``) and learn it; returns it."""
-    contexts.locate(st)
-    predicted.predict(st)
+    start_byte(st)
     c0 = 1
     for bit in range(7, -1, -1):
-        if bit == 7 or bit == 3:
+        if bit == 3:
             find_buckets(st, c0)
         p16 = probability(st, hyper, c0, bit)
         if decoding:
@@ -127,11 +126,7 @@ def _byte(st, hyper, symbol, cst, buf, decoding):
         learn_bit(st, hyper, bit, y)
         c0 = c0 * 2 + y
     symbol = c0 - 256
-    t = st.ints[0]
-    contexts.observe(st, symbol)
-    predicted.observe_match(st, symbol, t)
-    predicted.observe_numbers(st, symbol, t)
-    st.counts[0] += 1
+    end_byte(st, hyper, symbol)
     return symbol
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..settings import integers, numbers
+from .versions import PRESET, PRESETS, UNWRITTEN  # noqa: F401  (the presets' table: versions.py)
 
 MAX_STATE_BYTES = 1 << 32  # a configuration whose tables would hold more is refused
 
@@ -19,34 +20,42 @@ ORDERS = (1, 2, 3, 4, 6, 8, 12, 16)
 COLUMN, WORD, FIELD_COLUMN, INDIRECT = range(len(ORDERS), len(ORDERS) + 4)
 SOURCES = len(ORDERS) + 4
 # mixer inputs: two per source (its slot's probability, its bit history's), the match model's two, the number
-# model's, and a constant
+# model's, and a constant (revision 1's INPUTS); then, with units, their logit (UNIT_INPUT), and with runs one
+# per source; revision 2 pads them with zeros to a multiple of 4 (``input_count``)
 MATCH_INPUT = 2 * SOURCES
 NUMBER_INPUT = MATCH_INPUT + 2
 BIAS_INPUT = NUMBER_INPUT + 1
 INPUTS = BIAS_INPUT + 1
+UNIT_INPUT = INPUTS
 BIAS = 0.25  # the constant input's value
+WEIGHT, ADDED_WEIGHT = 0.15, 0.05  # the mixers' initial weights: of the first INPUTS inputs, of the units' and runs'
 
 # a bucket: 32 uint16 (one 64-byte line): its check tag, the 15 nodes of a nibble's binary tree (p, 16 bits),
-# and their 15 bit histories, two bytes to a uint16 (n0 in the high nibble of each byte, n1 in the low one)
+# and their 15 bit histories, two bytes to a uint16 (n0 in the high nibble of each byte, n1 in the low one);
+# with runs, a high nibble's bucket holds at RUN_AT the byte its context saw last (low byte) and how many times
+# in a row (high byte)
 BUCKET = 32
-TAG_AT, HISTORY_AT = 0, 16
+TAG_AT, HISTORY_AT, RUN_AT = 0, 16, 24
 
 # the mixers' weight sets, stacked in one array: selected by the partial byte (256 rows), by the match model's
-# length and the number of deterministic sources (16 x 16 x 8 bit positions), by field and position in it
-# (16 x 8 x 2), and by the last two bytes (hashed to 2^13 rows)
+# length and the number of deterministic sources (16 x 16 x 8 bit positions; revision 1 only), by field and
+# position in it (16 x 8 x 2), and by the last two bytes (hashed to 2^13 rows)
 SET_ROWS = (256, 2048, 256, 8192)
 SET_START = tuple(int(s) for s in np.cumsum((0,) + SET_ROWS[:-1]))
+SET_ROWS_2 = (256, 0, 256, 8192)  # revision 2: no second mixer
+SET_START_2 = tuple(int(s) for s in np.cumsum((0,) + SET_ROWS_2[:-1]))
 MIXERS = len(SET_ROWS)
 FINAL_ROWS = 8 * 4  # the final mixer: by bit position and match state
 
 # adaptive probability maps: 33 interpolation points over stretch in [-8, 8]; by the order-1 context (2^16
-# rows) and by a hash of the order-2 one (2^18 rows)
+# rows) and by a hash of the order-2 one (2^apm2_bits rows)
 APM_POINTS = 33
-APM1_ROWS, APM2_BITS = 1 << 16, 18
+APM1_ROWS = 1 << 16
 
 MATCH_MIN = 6  # the match model's shortest match, also the length of its hashed context
 MATCH_LONGEST = 32  # the longest length it verifies back on finding a candidate
 MATCH_BUCKETS = 64
+RUN_BUCKETS = 14  # a run's hit rate is kept by its length: 1..7 one by one, then 8-11, 12-15, 16-31, 32-63, ...
 
 # the number model (as ``online/numbers.py``, voting for one predicted byte): its contexts and table columns
 NUMBER_CONTEXTS = (9, 4)
@@ -69,7 +78,7 @@ FIELDS = 64  # fields of a line the field column tells apart
 
 @dataclass(frozen=True)
 class BitsConfig:
-    """Settings of a bitwise learner of bytes.  ``seed`` is accepted for a common interface: it draws nothing."""
+    """Settings of a bitwise learner of bytes.  ``seed`` draws the units' graph and their reading rates."""
 
     alphabet_cap: int = 256  # bytes: the model codes 8 binary decisions a symbol
     table_bits: int = 18  # log2 of each context source's buckets (64 bytes each)
@@ -82,12 +91,43 @@ class BitsConfig:
     history_limit: int = 1023  # a bit history's probability, by at least 1/history_limit
     apm_rate: float = 0.02  # the probability maps' rate
     apm_weight: float = 0.5  # the maps' share of the final probability
+    # the formulas' revision: 1 as seqd 0.20 wrote them (each squash by exp, the order-2 map's rows hashed with the
+    # partial byte); 2: squash by interpolation in a table (``tables.py``), the order-2 map's rows in blocks of 256,
+    # one block per hashed pair of bytes, the partial byte the row within it
+    revision: int = 2
+    apm2_bits: int = 16  # log2 of the order-2 map's rows
+    runs: bool = True  # each source's run (the byte its context saw last, and how often in a row) votes: revision 2
+    units: int = 4  # the GLNN's recurrent units (``units.py``; 0: none): revision 2
+    unit_degree: int = 3
+    unit_window: int = 16
+    unit_input_scale: float = 16.0
+    unit_writing_discount: float = 1.0 / 4096
+    unit_writing_prior: float = 1.0
+    unit_metric_discount: float = 1.0 / 1024
+    unit_metric_prior: float = 1.0
     seed: int = 0
 
     def __post_init__(self):
         integers(self, "alphabet_cap", "table_bits", "history_bits", "match_bits", "slot_limit", "history_limit",
-                 "seed")
-        numbers(self, "rate", "rate_floor", "rate_bits", "apm_rate", "apm_weight")
+                 "revision", "apm2_bits", "units", "unit_degree", "unit_window", "seed")
+        numbers(self, "rate", "rate_floor", "rate_bits", "apm_rate", "apm_weight", "unit_input_scale",
+                "unit_writing_discount", "unit_writing_prior", "unit_metric_discount", "unit_metric_prior")
+        if not isinstance(self.runs, (bool, np.bool_)):
+            raise ValueError(f"runs must be true or false, got {self.runs!r}")
+        object.__setattr__(self, "runs", bool(self.runs))
+        if self.revision not in (1, 2):
+            raise ValueError(f"revision must be 1 or 2, got {self.revision}")
+        if self.revision == 1 and (self.runs or self.units):
+            raise ValueError("runs and units need revision 2 (revision 1 is seqd 0.20's model, which had neither)")
+        if not 10 <= self.apm2_bits <= 24:
+            raise ValueError(f"apm2_bits must be in [10, 24], got {self.apm2_bits}")
+        if not 0 <= self.units <= 64 or (self.units and not 1 <= self.unit_degree <= self.units) \
+                or not 1 <= self.unit_window <= 4096:
+            raise ValueError(f"need 0 <= units <= 64, 1 <= unit_degree <= units and 1 <= unit_window <= 4096, got "
+                             f"{self.units}, {self.unit_degree} and {self.unit_window}")
+        if not (0.0 < self.unit_writing_discount < 1.0 and 0.0 < self.unit_metric_discount < 1.0
+                and self.unit_writing_prior > 0.0 and self.unit_metric_prior > 0.0 and self.unit_input_scale >= 0.0):
+            raise ValueError("the units' discounts must be in (0, 1), their priors > 0 and unit_input_scale >= 0")
         if self.alphabet_cap != 256:
             raise ValueError(f"the bitwise model learns bytes: alphabet_cap must be 256, got {self.alphabet_cap}")
         if not 10 <= self.table_bits <= 24 or not 10 <= self.match_bits <= 26:
@@ -110,36 +150,42 @@ class BitsConfig:
             raise ValueError(f"these tables hold {state_nbytes(self):,} bytes, more than {MAX_STATE_BYTES:,}: lower "
                              "table_bits, history_bits or match_bits")
 
+    @classmethod
+    def from_settings(cls, settings: dict) -> "BitsConfig":
+        """The configuration stored ``settings`` name; one an earlier seqd did not write takes the value that
+        seqd used (``versions.UNWRITTEN``), so a stream, snapshot or file it made keeps its model."""
+        return cls(**{**UNWRITTEN, **settings})
+
     def hyper(self) -> np.ndarray:
         """The real-valued settings as the kernels read them (``HYPER``'s order)."""
         return np.array([getattr(self, name) for name in HYPER], dtype=np.float64)
 
 
-# The bitwise model's presets as ``.sqd`` headers name them (format 4): each row frozen, written out in full;
-# changing BitsConfig's defaults adds a row (tests/test_container.py checks that the last one is BitsConfig()).
-PRESETS = {
-    "bitwise-1": dict(alphabet_cap=256, table_bits=18, history_bits=22, match_bits=20, rate=0.02, rate_floor=0.002,
-                      rate_bits=200000.0, slot_limit=60, history_limit=1023, apm_rate=0.02, apm_weight=0.5, seed=0),
-}
-PRESET = "bitwise-1"  # the preset files are written with
-
-HYPER = ("rate", "rate_floor", "rate_bits", "slot_limit", "history_limit", "apm_rate", "apm_weight")
-RATE, RATE_FLOOR, RATE_BITS, SLOT_LIMIT, HISTORY_LIMIT, APM_RATE, APM_WEIGHT = range(len(HYPER))
+HYPER = ("rate", "rate_floor", "rate_bits", "slot_limit", "history_limit", "apm_rate", "apm_weight", "revision",
+         "unit_input_scale", "unit_writing_discount", "unit_writing_prior", "unit_metric_discount", "unit_metric_prior")
+(RATE, RATE_FLOOR, RATE_BITS, SLOT_LIMIT, HISTORY_LIMIT, APM_RATE, APM_WEIGHT, REVISION, UNIT_INPUT_SCALE, UNIT_WRITING_DISCOUNT,
+ UNIT_WRITING_PRIOR, UNIT_METRIC_DISCOUNT, UNIT_METRIC_PRIOR) = range(len(HYPER))
 
 
 def state_shapes(config: BitsConfig) -> dict:
-    """(shape, dtype) of every array of a learner of ``config`` (``state.BitsState``), in snapshot order."""
+    """(shape, dtype) of every array of a learner of ``config`` (``state.BitsState``), in snapshot order: seqd
+    0.20's arrays, then those of the runs and the units (empty without them: a snapshot of 0.20 lacks them)."""
+    from .units import unit_shapes
+
     i, f, u16 = np.dtype(np.int64), np.dtype(np.float64), np.dtype(np.uint16)
     f32, u8 = np.dtype(np.float32), np.dtype(np.uint8)
     S = SOURCES
+    R = S if config.runs else 0
+    n_in = input_count(config)
+    revised = 1 if config.revision >= 2 else 0
     return {
         "code_of": ((config.alphabet_cap,), i), "symbol_of": ((config.alphabet_cap + 1,), i),
         "ints": ((INTS,), i), "fields": ((2, FIELDS + 2), i),
         "hist": ((1 << config.history_bits,), u8), "followers": ((1 << 16,), u8),
         "buckets": ((S, 1 << config.table_bits, BUCKET), u16),
         "history_p": ((S, 256), f), "history_n": ((S, 256), f),
-        "weights": ((sum(SET_ROWS), INPUTS), f), "final": ((FINAL_ROWS, MIXERS), f),
-        "apm1": ((APM1_ROWS, APM_POINTS), f32), "apm2": ((1 << APM2_BITS, APM_POINTS), f32),
+        "weights": ((sum(SET_ROWS_2 if revised else SET_ROWS), n_in), f), "final": ((FINAL_ROWS, MIXERS), f),
+        "apm1": ((APM1_ROWS, APM_POINTS), f32), "apm2": ((1 << config.apm2_bits, APM_POINTS), f32),
         "match_table": ((1 << config.match_bits,), i), "match_p": ((MATCH_BUCKETS, 2), f),
         "match_n": ((MATCH_BUCKETS, 2), f),
         "number_table": ((len(NUMBER_CONTEXTS), 1 << NUMBER_TABLE_BITS, 6), i),
@@ -149,11 +195,22 @@ def state_shapes(config: BitsConfig) -> dict:
         "number_n": ((len(NUMBER_CONTEXTS), NUMBER_BUCKETS), f),
         "stretch": ((4096,), f), "apm_base": ((APM_POINTS,), f),
         # work: each source's context hash and bucket (per nibble), and per bit of the byte (the highest first) the
-        # inputs, the mixers' outputs, the rows chosen
-        "ctx": ((S,), np.dtype(np.uint64)), "bucket": ((2, S), i), "inputs": ((8, INPUTS), f),
-        "outputs": ((8, MIXERS + 4), f), "rows": ((8, MIXERS + 8), i),
+        # inputs, the mixers' outputs, the rows chosen (revision 2: one more of each, mixing.C0_ROW, UNIT_LOGIT)
+        "ctx": ((S,), np.dtype(np.uint64)), "bucket": ((2, S), i), "inputs": ((8, n_in), f),
+        "outputs": ((8, MIXERS + 4 + revised), f), "rows": ((8, MIXERS + 8 + revised), i),
         "counts": ((2,), i),
+        # the runs: each one's hit rate and tries by source, length and the bit it predicts; work: the byte's runs
+        # (source, byte + 256, length bucket; their number in the last row) and their two votes
+        "run_p": ((R, RUN_BUCKETS, 2), f), "run_n": ((R, RUN_BUCKETS, 2), f),
+        "runs": ((R + 1 if R else 0, 3), i), "run_stretch": ((R, 2), f),
+        **unit_shapes(config),
     }
+
+
+def input_count(config: BitsConfig) -> int:
+    """The mixers' inputs: the sources', the match and number models', the bias; the units'; the runs'."""
+    n = INPUTS + (SOURCES if config.runs else 0) + (1 if config.units else 0)
+    return n if config.revision == 1 else -(-n // 4) * 4  # revision 2's lanes: padded to a multiple of 4
 
 
 def state_nbytes(config: BitsConfig) -> int:

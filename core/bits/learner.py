@@ -8,8 +8,13 @@ from ..open_alphabet import OpenAlphabetLearner, SnapshotKind, validate_symbols
 from .config import BUCKET, SOURCES, BitsConfig, state_shapes
 from .model import learn_buffer
 from .snapshot import MAGIC, VERSION, check
-from .state import BitsState, new_state
+from .state import BitsState, aligned, new_state
 from .walk import predict, undo_width
+
+
+def _config(**settings) -> BitsConfig:
+    """A snapshot's configuration: a setting seqd 0.20 did not write has the value 0.20's model had."""
+    return BitsConfig.from_settings(settings)
 
 
 class BitsLearner(OpenAlphabetLearner):
@@ -25,17 +30,19 @@ class BitsLearner(OpenAlphabetLearner):
         97
     """
 
-    snapshot_kind = SnapshotKind(MAGIC, VERSION, "bitwise", BitsConfig, BitsState, state_shapes, check)
+    snapshot_kind = SnapshotKind(MAGIC, VERSION, "bitwise", _config, BitsState, state_shapes, check)
     _new_state = staticmethod(new_state)
     config: BitsConfig
     state: BitsState
 
     def __init__(self, config=None, *, _state=None):
-        super().__init__(config, _state=_state)
+        super().__init__(config, _state=None if _state is None else aligned(_state))
         self._hyper = self.config.hyper()
+        st = self.state
         # the distribution's work (walk.predict)
         self._nodes, self._p = np.zeros(256), np.zeros(257)
-        self._undo, self._kept = np.zeros((8, undo_width(SOURCES))), np.zeros((2, SOURCES, BUCKET + 1), np.int64)
+        width = undo_width(st.inputs.shape[1], SOURCES, max(st.runs.shape[0] - 1, 0), st.unit_v.shape[1])
+        self._undo, self._kept = np.zeros((8, width)), np.zeros((2, SOURCES, BUCKET + 1), np.int64)
         self._branch = np.zeros(8, np.int64)
 
     def learn(self, symbols) -> np.ndarray:

@@ -32,6 +32,19 @@ by max(1 / (n0 + n1 + 1.5), 1 / slot_limit) of the error; the histories'
 probabilities q by max(1 / (n + 1.5), 1 / history_limit), n the times that
 history was met; the maps' two interpolation points by ``apm_rate``.
 
+Revision 2 (preset ``bitwise-2``, ``config.revision``) adds two inputs to
+every bit's mixers and changes three things.  The inputs: the units' logit
+u(c0) (``units.py``; its weight starts at 0.05) and each source's run vote
+(``runs.py``).  The changes: the second mixer is gone (ablated, it bought
+nothing once the runs and the units were in); each dot product is summed
+in four lanes, inputs i = 0, 1, 2, 3 mod 4, then (l0 + l1) + (l2 + l3), the
+inputs padded with zeros to a multiple of 4 (a fixed order, so the same
+bits everywhere, that the compiler can keep in one vector register);
+squash is the table interpolation of ``tables.py``; and the order-2 map's
+rows come in blocks of 256, one per hashed pair of last bytes, c0 the row
+in the block, so that a byte's 8 rows are near each other (2^16 rows
+instead of 2^18 hashed ones: the same bits on the public logs).
+
 Every operation is a basic IEEE operation or seqd's own exp/log
 (``kernels/elementary.py``); the tables hold integers where they can.
 """
@@ -43,16 +56,21 @@ import numpy as np
 from ..jit import inline_kernel
 from ..kernels.elementary import exp, log2
 from ..online.hashing import absorb, finalize, log2_ceil
-from .config import (APM2_BITS, APM_RATE, APM_WEIGHT, BIAS, BIAS_INPUT, BUCKET, FIELD, FIELD_START, HISTORY_AT,
+from .config import (APM_RATE, APM_WEIGHT, BIAS, BIAS_INPUT, BITS_SEEN, BUCKET, FIELD, FIELD_START, HISTORY_AT,
                      HISTORY_LIMIT, MATCH_BYTE, MATCH_INPUT, MATCH_LEN, MIXERS, NUMBER_BUCKET, NUMBER_BYTE,
-                     NUMBER_INPUT, NUMBER_J, POS, RATE, RATE_BITS, RATE_FLOOR, SAME, SET_START, SLOT_LIMIT, TAG_AT,
-                     BITS_SEEN)
+                     NUMBER_INPUT, NUMBER_J, POS, RATE, RATE_BITS, RATE_FLOOR, REVISION, SAME, SET_START, SET_START_2,
+                     SLOT_LIMIT, TAG_AT, UNIT_INPUT)
 from .contexts import back
 from .predicted import agrees
+from .runs import learn_runs, run_input
+from .tables import RECIPROCALS, rate_of, squash_fast
+from .units import learn_node, node_logit, units_of
 
 # positions in the work arrays: ``rows`` (the mixers' rows, then these) and ``outputs`` (the mixers' logits)
 FINAL_ROW, APM1_ROW, APM2_ROW, APM_LO, NODE, MATCH_BUCKET, MATCH_EXPECTED, NUMBER_EXPECTED = range(MIXERS, MIXERS + 8)
+C0_ROW = MIXERS + 8  # revision 2: the bit's partial byte
 FINAL_LOGIT, MIXED, APM_FRACTION, FINAL_P = range(MIXERS, MIXERS + 4)
+UNIT_LOGIT = MIXERS + 4  # revision 2: the units' logit
 CLAMP = 30.0  # logits are held in [-30, 30]
 
 
@@ -131,6 +149,7 @@ def probability(st, hyper, c0, bit):
         st.outputs[k]
     table = st.stretch
     ints = st.ints
+    revised = hyper[REVISION] >= 2.0
     S = buckets.shape[0]
     node = node_of(c0, bit)
     rows[NODE] = node
@@ -172,30 +191,48 @@ def probability(st, hyper, c0, bit):
         inputs[NUMBER_INPUT] = s if e == 1 else -s
         rows[NUMBER_EXPECTED] = e
     inputs[BIAS_INPUT] = BIAS
+    if revised:  # the units' logit, then the runs' votes
+        rows[C0_ROW] = c0
+        un = units_of(st)
+        runs_at = UNIT_INPUT
+        if un.v.shape[0] > 0:
+            u = node_logit(un, c0)
+            out[UNIT_LOGIT] = u
+            inputs[UNIT_INPUT] = min(max(u, -8.0), 8.0)
+            runs_at += 1
+        if st.runs.shape[0] > 0:
+            run_input(st, inputs, runs_at, c0, bit)
     # the mixers' rows
     t = ints[POS]
     f = min(ints[FIELD], 15)
     pos = min(t - ints[FIELD_START], 7)
     last, before = back(st.hist, t, 1) & 255, back(st.hist, t, 2) & 255
-    rows[0] = SET_START[0] + c0
-    rows[1] = SET_START[1] + (min(mb, 15) * 16 + min(deterministic, 15)) * 8 + (7 - bit)
-    rows[2] = SET_START[2] + (f * 8 + pos) * 2 + ints[SAME]
-    rows[3] = SET_START[3] + np.int64(finalize(absorb(np.uint64(last), before)) >> np.uint64(51))
+    start = SET_START_2 if revised else SET_START
+    rows[0] = start[0] + c0
+    rows[1] = start[1] + (min(mb, 15) * 16 + min(deterministic, 15)) * 8 + (7 - bit)  # revision 1's only
+    rows[2] = start[2] + (f * 8 + pos) * 2 + ints[SAME]
+    rows[3] = start[3] + np.int64(finalize(absorb(np.uint64(last), before)) >> np.uint64(51))
     w = st.weights
-    n_in = inputs.shape[0]
-    for m in range(MIXERS):
-        r = rows[m]
-        d = 0.0
-        for i in range(n_in):
-            d += w[r, i] * inputs[i]
-        out[m] = min(max(d, -CLAMP), CLAMP)
+    if revised:  # three mixers, each dot product in four lanes
+        out[0] = min(max(_dot4(w[rows[0]], inputs), -CLAMP), CLAMP)
+        out[1] = 0.0
+        out[2] = min(max(_dot4(w[rows[2]], inputs), -CLAMP), CLAMP)
+        out[3] = min(max(_dot4(w[rows[3]], inputs), -CLAMP), CLAMP)
+    else:
+        n_in = inputs.shape[0]
+        for m in range(MIXERS):
+            r = rows[m]
+            d = 0.0
+            for i in range(n_in):
+                d += w[r, i] * inputs[i]
+            out[m] = min(max(d, -CLAMP), CLAMP)
     fr = (7 - bit) * 4 + (0 if mb == 0 else (1 if ints[MATCH_LEN] <= 16 else 2))
     rows[FINAL_ROW] = fr
     x = 0.0
     for m in range(MIXERS):
         x += st.final[fr, m] * out[m]
     out[FINAL_LOGIT] = x
-    pm = squash(x)
+    pm = squash_fast(x) if revised else squash(x)
     out[MIXED] = pm
     # the probability maps
     xs = min(max(x, -7.999), 7.999)
@@ -205,7 +242,11 @@ def probability(st, hyper, c0, bit):
     rows[APM_LO] = lo
     out[APM_FRACTION] = frac
     r1 = c0 + 256 * last
-    r2 = np.int64(finalize(absorb(absorb(np.uint64(c0), last), before)) >> np.uint64(64 - APM2_BITS))
+    apm2_bits = log2_ceil(st.apm2.shape[0])
+    if revised:  # a block of 256 rows per hashed pair of bytes, the row c0 in it: a byte's 8 rows are near
+        r2 = (np.int64(finalize(absorb(np.uint64(last), before)) >> np.uint64(72 - apm2_bits)) << 8) | c0
+    else:
+        r2 = np.int64(finalize(absorb(absorb(np.uint64(c0), last), before)) >> np.uint64(64 - apm2_bits))
     rows[APM1_ROW] = r1
     rows[APM2_ROW] = r2
     base = st.apm_base[lo] * (1.0 - frac) + st.apm_base[lo + 1] * frac
@@ -216,6 +257,22 @@ def probability(st, hyper, c0, bit):
     p16 = min(max(np.int64(pf * 65536.0), 1), 65535)
     out[FINAL_P] = p16 / 65536.0
     return p16
+
+
+@inline_kernel
+def _dot4(row, x):
+    """sum_i row[i] x[i] in four lanes, i mod 4, each summed in order, then (l0 + l1) + (l2 + l3); len(x) is a
+    multiple of 4 (revision 2's inputs are padded with zeros)."""
+    a0 = a1 = a2 = a3 = 0.0
+    n = np.uint64(x.shape[0])
+    i = np.uint64(0)
+    while i < n:  # unsigned indices: no test for a negative one, which keeps the four lanes in one vector
+        a0 += row[i] * x[i]
+        a1 += row[i + np.uint64(1)] * x[i + np.uint64(1)]
+        a2 += row[i + np.uint64(2)] * x[i + np.uint64(2)]
+        a3 += row[i + np.uint64(3)] * x[i + np.uint64(3)]
+        i += np.uint64(4)
+    return (a0 + a1) + (a2 + a3)
 
 
 @inline_kernel
@@ -259,12 +316,20 @@ def learn_bit(st, hyper, bit, y):
     ints[BITS_SEEN] += 1
     rate = hyper[RATE_FLOOR] + (hyper[RATE] - hyper[RATE_FLOOR]) * hyper[RATE_BITS] / (hyper[RATE_BITS] + seen)
     w = st.weights
-    n_in = inputs.shape[0]
-    for m in range(MIXERS):
-        r = rows[m]
-        e = (y - squash(out[m])) * rate
-        for i in range(n_in):
-            w[r, i] += e * inputs[i]
+    revised = hyper[REVISION] >= 2.0
+    if revised:
+        for m in (0, 2, 3):
+            e = (y - squash_fast(out[m])) * rate
+            row = w[rows[m]]
+            for i in range(inputs.shape[0]):
+                row[i] += e * inputs[i]
+    else:
+        n_in = inputs.shape[0]
+        for m in range(MIXERS):
+            r = rows[m]
+            e = (y - squash(out[m])) * rate
+            for i in range(n_in):
+                w[r, i] += e * inputs[i]
     fr = rows[FINAL_ROW]
     e = (y - out[MIXED]) * rate * 0.5
     for m in range(MIXERS):
@@ -276,14 +341,14 @@ def learn_bit(st, hyper, bit, y):
         b = bucket[j]
         h = history_of(buckets, j, b, node)
         n = (h >> 4) + (h & 15)
-        r = max(1.0 / (n + 1.5), slot_floor)
+        r = max(RECIPROCALS[n], slot_floor)
         p = np.int64(buckets[j, b, node])
         p += np.int64(r * ((y << 16) - y - p))
         buckets[j, b, node] = np.uint16(p)
         if h != 0:
             st.history_n[j, h] += 1.0
             q = st.history_p[j, h]
-            st.history_p[j, h] = q + max(1.0 / (st.history_n[j, h] + 1.5), history_floor) * (y - q)
+            st.history_p[j, h] = q + rate_of(st.history_n[j, h], history_floor) * (y - q)
         at = HISTORY_AT + (node >> 1)
         word = np.int64(buckets[j, b, at])
         if node & 1:
@@ -296,16 +361,21 @@ def learn_bit(st, hyper, bit, y):
     ar = hyper[APM_RATE]
     _map_step(st.apm1, rows[APM1_ROW], lo, frac, st.apm_base, ar, y)
     _map_step(st.apm2, rows[APM2_ROW], lo, frac, st.apm_base, ar, y)
+    if revised:
+        c0 = rows[C0_ROW]
+        un = units_of(st)
+        if un.v.shape[0] > 0:
+            learn_node(un, hyper, c0, y, out[UNIT_LOGIT])
+        if st.runs.shape[0] > 0:
+            learn_runs(st, c0, bit, y)
     e = rows[MATCH_EXPECTED]
     if e >= 0:
         mb = rows[MATCH_BUCKET]
         st.match_n[mb, e] += 1.0
-        st.match_p[mb, e] += max(1.0 / (st.match_n[mb, e] + 1.5), 1.0 / 256) * ((1.0 if y == e else 0.0)
-                                                                                 - st.match_p[mb, e])
+        st.match_p[mb, e] += rate_of(st.match_n[mb, e], 1.0 / 256) * ((1.0 if y == e else 0.0) - st.match_p[mb, e])
     e = rows[NUMBER_EXPECTED]
     if e >= 0:
         j = ints[NUMBER_J]
         k = ints[NUMBER_BUCKET]
         st.number_n[j, k] += 1.0
-        st.number_p[j, k] += max(1.0 / (st.number_n[j, k] + 1.5), 1.0 / 256) * ((1.0 if y == e else 0.0)
-                                                                                 - st.number_p[j, k])
+        st.number_p[j, k] += rate_of(st.number_n[j, k], 1.0 / 256) * ((1.0 if y == e else 0.0) - st.number_p[j, k])

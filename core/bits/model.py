@@ -1,11 +1,38 @@
-"""The bitwise model's loop: learn a buffer of bytes (the whole distribution of the next one: ``walk.py``)."""
+"""The bitwise model's loop: a byte's steps, and learning a buffer of bytes (the whole distribution of the next
+one: ``walk.py``; coding: ``codec.py``)."""
 
 from __future__ import annotations
 
-from ..jit import kernel
+from ..jit import inline_kernel, kernel
 from ..kernels.elementary import log
 from . import contexts, predicted
+from .config import POS
 from .mixing import claim, code_length, find_buckets, learn_bit, probability, squash
+from .runs import observe_runs, read_runs
+from .units import advance
+
+
+@inline_kernel
+def start_byte(st):
+    """What a byte's bits are predicted from: the sources' contexts, the match and number models' bytes, the
+    high nibble's buckets and the runs in them."""
+    contexts.locate(st)
+    predicted.predict(st)
+    find_buckets(st, 1)
+    read_runs(st)
+
+
+@inline_kernel
+def end_byte(st, hyper, symbol):
+    """After the byte ``symbol``: the runs, the units' transition (and window), the sources' history and line
+    structure, the match and number models."""
+    t = st.ints[POS]
+    observe_runs(st, symbol)
+    advance(st, hyper, symbol)
+    contexts.observe(st, symbol)
+    predicted.observe_match(st, symbol, t)
+    predicted.observe_numbers(st, symbol, t)
+    st.counts[0] += 1
 
 
 @kernel
@@ -15,12 +42,11 @@ def learn_buffer(st, hyper, x, bits):
     as it is scored: the next one is predicted by a model that knows it."""
     for i in range(x.shape[0]):
         symbol = x[i]
-        contexts.locate(st)
-        predicted.predict(st)
+        start_byte(st)
         c0 = 1
         total = 0.0
         for bit in range(7, -1, -1):
-            if bit == 7 or bit == 3:
+            if bit == 3:
                 find_buckets(st, c0)
             y = (symbol >> bit) & 1
             total += code_length(probability(st, hyper, c0, bit), y)
@@ -29,11 +55,7 @@ def learn_buffer(st, hyper, x, bits):
             learn_bit(st, hyper, bit, y)
             c0 = c0 * 2 + y
         bits[i] = total
-        t = st.ints[0]
-        contexts.observe(st, symbol)
-        predicted.observe_match(st, symbol, t)
-        predicted.observe_numbers(st, symbol, t)
-    st.counts[0] += x.shape[0]
+        end_byte(st, hyper, symbol)
 
 
 @kernel

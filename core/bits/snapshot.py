@@ -10,7 +10,7 @@ from .config import (FIELDS, MATCH_LEN, N_PREDICTED, N_RUN, NUMBER_DIGITS, NUMBE
 from .state import BitsState
 
 MAGIC = b"SEQDBIT\x00"
-VERSION = 1
+VERSION = 2  # 1: seqd 0.20; 2: 0.21, the runs' and the units' arrays (a version-1 snapshot's model has neither)
 
 
 def check(config: BitsConfig, state: BitsState) -> None:
@@ -27,6 +27,15 @@ def check(config: BitsConfig, state: BitsState) -> None:
         raise ValueError("bitwise snapshot holds a number prediction outside its arrays")
     if state.number_table.shape[1] != 1 << NUMBER_TABLE_BITS or np.any(state.match_table < 0):
         raise ValueError("bitwise snapshot holds a table entry outside its arrays")
-    for name in ("history_p", "weights", "final", "match_p", "number_p", "stretch", "apm_base", "apm1", "apm2"):
+    for name in ("history_p", "weights", "final", "match_p", "number_p", "stretch", "apm_base", "apm1", "apm2",
+                 "run_p", "run_n", "unit_tau", "unit_V", "unit_a", "unit_v", "unit_h0", "unit_hd", "unit_G",
+                 "unit_metric", "unit_reals"):
         if not np.all(np.isfinite(getattr(state, name))):
             raise ValueError(f"bitwise snapshot holds a non-finite value in {name}")
+    if config.units:  # the units' graph and window, which the kernels index with
+        N1, K = config.units + 1, config.unit_window
+        inputs = state.unit_inputs
+        if np.any(inputs < 0) or np.any(inputs >= N1) or np.any(state.unit_x < 0) or np.any(state.unit_x > 255) \
+                or not 0 <= state.unit_ints[0] <= K or np.any(inputs[1:, 0] != 0) \
+                or np.any(inputs[1:, 1] != np.arange(1, N1)):
+            raise ValueError("bitwise snapshot holds a unit index outside its arrays")

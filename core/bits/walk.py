@@ -18,22 +18,33 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import inline_kernel, kernel
-from . import contexts, predicted
-from .config import BITS_SEEN, BUCKET, HISTORY_AT, INPUTS, MIXERS, NUMBER_BUCKET, NUMBER_J
-from .mixing import (APM1_ROW, APM2_ROW, APM_LO, FINAL_ROW, MATCH_BUCKET, MATCH_EXPECTED, NODE, NUMBER_EXPECTED,
-                     claim, find_buckets, history_of, learn_bit, probability)
+from .config import BITS_SEEN, BUCKET, HISTORY_AT, MIXERS, NUMBER_BUCKET, NUMBER_J
+from .mixing import (APM1_ROW, APM2_ROW, APM_LO, C0_ROW, FINAL_ROW, MATCH_BUCKET, MATCH_EXPECTED, NODE,
+                     NUMBER_EXPECTED, claim, find_buckets, history_of, learn_bit, probability)
+from .model import start_byte
 
 # an undo record (a row of ``undo``): the mixers' rows, the final mixer's row, per source (slot, history word,
-# q, n), the maps' four points, the match and number models' (p, n)
-FINAL_AT = MIXERS * INPUTS
-SOURCES_AT = FINAL_AT + MIXERS
-MAPS_AT_FROM_SOURCES = 4  # per source
-PREDICTED_AT_FROM_MAPS = 4
+# q, n), the maps' four points, the match and number models' (p, n); with runs, the (p, n) of each run's rate;
+# with units, the node's writing weights and Hessian terms (``undo_width``)
+SOURCE_VALUES, MAP_VALUES, PREDICTED_VALUES, RUN_VALUES, UNIT_ARRAYS = 4, 4, 4, 2, 3
 
 
-def undo_width(sources: int) -> int:
-    """The length of one undo record for ``sources`` context sources."""
-    return SOURCES_AT + 4 * sources + MAPS_AT_FROM_SOURCES + PREDICTED_AT_FROM_MAPS
+def undo_width(inputs: int, sources: int, runs: int, unit_columns: int) -> int:
+    """The length of one undo record: ``inputs`` mixer inputs, ``sources`` sources, ``runs`` sources with runs
+    (0 or ``sources``), ``unit_columns`` = N + 1 with N units (0 without)."""
+    return (MIXERS * inputs + MIXERS + SOURCE_VALUES * sources + MAP_VALUES + PREDICTED_VALUES + RUN_VALUES * runs
+            + UNIT_ARRAYS * unit_columns)
+
+
+@inline_kernel
+def _layout(st):
+    """Where an undo record's parts start: the final mixer's, the sources', the maps', the runs', the units'."""
+    final_at = MIXERS * st.inputs.shape[1]
+    sources_at = final_at + MIXERS
+    maps_at = sources_at + SOURCE_VALUES * st.buckets.shape[0]
+    runs_at = maps_at + MAP_VALUES + PREDICTED_VALUES
+    units_at = runs_at + RUN_VALUES * max(st.runs.shape[0] - 1, 0)
+    return final_at, sources_at, maps_at, runs_at, units_at
 
 
 @inline_kernel
@@ -41,27 +52,28 @@ def save(st, bit, record):
     """Keep in ``record`` every value ``learn_bit(st, hyper, bit, y)`` will change, whatever y."""
     k = 7 - bit
     rows, buckets, bucket = st.rows[k], st.buckets, st.bucket[0 if bit >= 4 else 1]
+    final_at, sources_at, at, runs_at, units_at = _layout(st)
+    n_in = st.inputs.shape[1]
     for m in range(MIXERS):
-        for i in range(INPUTS):
-            record[m * INPUTS + i] = st.weights[rows[m], i]
-        record[FINAL_AT + m] = st.final[rows[FINAL_ROW], m]
+        for i in range(n_in):
+            record[m * n_in + i] = st.weights[rows[m], i]
+        record[final_at + m] = st.final[rows[FINAL_ROW], m]
     node = rows[NODE]
     S = buckets.shape[0]
     for j in range(S):
         b = bucket[j]
         h = history_of(buckets, j, b, node)
-        at = SOURCES_AT + 4 * j
-        record[at] = buckets[j, b, node]
-        record[at + 1] = buckets[j, b, HISTORY_AT + (node >> 1)]
-        record[at + 2] = st.history_p[j, h]
-        record[at + 3] = st.history_n[j, h]
-    at = SOURCES_AT + 4 * S
+        q = sources_at + SOURCE_VALUES * j
+        record[q] = buckets[j, b, node]
+        record[q + 1] = buckets[j, b, HISTORY_AT + (node >> 1)]
+        record[q + 2] = st.history_p[j, h]
+        record[q + 3] = st.history_n[j, h]
     lo = rows[APM_LO]
     record[at] = st.apm1[rows[APM1_ROW], lo]
     record[at + 1] = st.apm1[rows[APM1_ROW], lo + 1]
     record[at + 2] = st.apm2[rows[APM2_ROW], lo]
     record[at + 3] = st.apm2[rows[APM2_ROW], lo + 1]
-    at += 4
+    at += MAP_VALUES
     e = rows[MATCH_EXPECTED]
     if e >= 0:
         record[at] = st.match_p[rows[MATCH_BUCKET], e]
@@ -70,6 +82,21 @@ def save(st, bit, record):
     if e >= 0:
         record[at + 2] = st.number_p[st.ints[NUMBER_J], st.ints[NUMBER_BUCKET]]
         record[at + 3] = st.number_n[st.ints[NUMBER_J], st.ints[NUMBER_BUCKET]]
+    if st.runs.shape[0] > 0:
+        runs = st.runs
+        for q in range(runs[runs.shape[0] - 1, 0]):
+            v, j, c = runs[q, 1], runs[q, 0], runs[q, 2]
+            if (v >> (bit + 1)) == rows[C0_ROW]:
+                e = (v >> bit) & 1
+                record[runs_at + RUN_VALUES * j] = st.run_p[j, c, e]
+                record[runs_at + RUN_VALUES * j + 1] = st.run_n[j, c, e]
+    N1 = st.unit_v.shape[1]
+    if st.unit_v.shape[0] > 0:
+        c0 = rows[C0_ROW]
+        for i in range(N1):
+            record[units_at + i] = st.unit_v[c0, i]
+            record[units_at + N1 + i] = st.unit_h0[c0, i]
+            record[units_at + 2 * N1 + i] = st.unit_hd[c0, i]
 
 
 @inline_kernel
@@ -77,28 +104,29 @@ def restore(st, bit, record):
     """Put back what :func:`save` kept: the state as it was before bit ``bit`` was learned."""
     k = 7 - bit
     rows, buckets, bucket = st.rows[k], st.buckets, st.bucket[0 if bit >= 4 else 1]
+    final_at, sources_at, at, runs_at, units_at = _layout(st)
+    n_in = st.inputs.shape[1]
     st.ints[BITS_SEEN] -= 1
     for m in range(MIXERS):
-        for i in range(INPUTS):
-            st.weights[rows[m], i] = record[m * INPUTS + i]
-        st.final[rows[FINAL_ROW], m] = record[FINAL_AT + m]
+        for i in range(n_in):
+            st.weights[rows[m], i] = record[m * n_in + i]
+        st.final[rows[FINAL_ROW], m] = record[final_at + m]
     node = rows[NODE]
     S = buckets.shape[0]
     for j in range(S):
         b = bucket[j]
-        at = SOURCES_AT + 4 * j
-        buckets[j, b, node] = np.uint16(record[at])
-        buckets[j, b, HISTORY_AT + (node >> 1)] = np.uint16(record[at + 1])
+        q = sources_at + SOURCE_VALUES * j
+        buckets[j, b, node] = np.uint16(record[q])
+        buckets[j, b, HISTORY_AT + (node >> 1)] = np.uint16(record[q + 1])
         h = history_of(buckets, j, b, node)  # the history as it was
-        st.history_p[j, h] = record[at + 2]
-        st.history_n[j, h] = record[at + 3]
-    at = SOURCES_AT + 4 * S
+        st.history_p[j, h] = record[q + 2]
+        st.history_n[j, h] = record[q + 3]
     lo = rows[APM_LO]
     st.apm1[rows[APM1_ROW], lo] = np.float32(record[at])
     st.apm1[rows[APM1_ROW], lo + 1] = np.float32(record[at + 1])
     st.apm2[rows[APM2_ROW], lo] = np.float32(record[at + 2])
     st.apm2[rows[APM2_ROW], lo + 1] = np.float32(record[at + 3])
-    at += 4
+    at += MAP_VALUES
     e = rows[MATCH_EXPECTED]
     if e >= 0:
         st.match_p[rows[MATCH_BUCKET], e] = record[at]
@@ -107,6 +135,21 @@ def restore(st, bit, record):
     if e >= 0:
         st.number_p[st.ints[NUMBER_J], st.ints[NUMBER_BUCKET]] = record[at + 2]
         st.number_n[st.ints[NUMBER_J], st.ints[NUMBER_BUCKET]] = record[at + 3]
+    if st.runs.shape[0] > 0:
+        runs = st.runs
+        for q in range(runs[runs.shape[0] - 1, 0]):
+            v, j, c = runs[q, 1], runs[q, 0], runs[q, 2]
+            if (v >> (bit + 1)) == rows[C0_ROW]:
+                e = (v >> bit) & 1
+                st.run_p[j, c, e] = record[runs_at + RUN_VALUES * j]
+                st.run_n[j, c, e] = record[runs_at + RUN_VALUES * j + 1]
+    N1 = st.unit_v.shape[1]
+    if st.unit_v.shape[0] > 0:
+        c0 = rows[C0_ROW]
+        for i in range(N1):
+            st.unit_v[c0, i] = record[units_at + i]
+            st.unit_h0[c0, i] = record[units_at + N1 + i]
+            st.unit_hd[c0, i] = record[units_at + 2 * N1 + i]
 
 
 @inline_kernel
@@ -141,9 +184,7 @@ def predict(st, hyper, nodes, p, undo, kept, branch):
     ``nodes`` (256,) receives p(1) at each node c0 = 1..255 of the byte's tree; ``undo`` (8, undo_width),
     ``kept`` (2, S, BUCKET + 1) int64 and ``branch`` (8,) int64 are work.  The state ends as it began, but
     for work arrays that learning overwrites.  Returns the width, 257."""
-    contexts.locate(st)
-    predicted.predict(st)
-    find_buckets(st, 1)
+    start_byte(st)
     nodes[1] = probability(st, hyper, 1, 7) / 65536.0
     depth = 0
     c0 = 1
