@@ -288,6 +288,15 @@ def _backward(un, a, B, m):
     return loglik
 
 
+@inline_kernel
+def _first_read(x, k):
+    """Whether window time k is the first to read its byte (its blocks step once, saved at that time)."""
+    for q in range(k):
+        if x[q] == x[k]:
+            return False
+    return True
+
+
 @kernel
 def _window(un, hyper):
     """The window's step on tau: gradient and metric of transitions 0..K-1 (eqs. 25-26), the step P G on
@@ -319,12 +328,7 @@ def _window(un, hyper):
     finite = True
     for k in range(K):
         y = un.x[k]
-        first = True
-        for q in range(k):
-            if un.x[q] == y:
-                first = False
-                break
-        if not first:
+        if not _first_read(un.x, k):
             continue
         for j in range(1, N1):
             step = u  # D values
@@ -356,14 +360,9 @@ def _window(un, hyper):
         un.ints[NONFINITE] += 1
     un.ints[REJECTED] += 1
     un.reals[ETA_TAU] = eta * RATE_SHRINK
-    for k in range(K - 1, -1, -1):  # undo exactly, latest first (a block read twice was saved once)
+    for k in range(K - 1, -1, -1):  # undo exactly (a block read twice was saved once, where it was first read)
         y = un.x[k]
-        first = True
-        for q in range(k):
-            if un.x[q] == y:
-                first = False
-                break
-        if not first:
+        if not _first_read(un.x, k):
             continue
         for j in range(1, N1):
             for r in range(D):
