@@ -85,11 +85,13 @@ def _bitwise(text: str) -> list[str]:
         return []
     means = {r["file"]: r for r in tables(bits)[0] if r["file"].endswith("size-weighted")}
     public, held = means["public logs, size-weighted"], means["held-out logs, size-weighted"]
-    ratios = "; ".join(f"{r['command']} {r['new / 0.16 (median)']}" for r in tables(speed)[0])
-    return [f"- **The bitwise model** (preset `bitwise`, `seqd compress --model bitwise`; \"The bitwise byte "
-            f"model\"): public mean {public['bitwise']} bits/byte (`bytes-12` {public['bytes-12']}), "
-            f"held-out {held['bitwise']} ({held['bytes-12']}); CPU time against seqd 0.16, "
-            f"paired: {ratios}."]
+    ratios = "; ".join(f"{r['command']} {r['new / reference (median)']}" for r in tables(speed)[0])
+    xz = re.search(r"takes ([\d.]+) times xz -9e's CPU time", speed)
+    return [f"- **The bitwise model** (preset `bitwise-2`: `seqd eval --preset bitwise`, `seqd compress --model "
+            f"bitwise`; \"The bitwise byte model, second version\"): public mean {public['bitwise']} bits/byte "
+            f"(`bytes-12` {public['bytes-12']}), held-out {held['bitwise']} ({held['bytes-12']}); CPU time against "
+            f"seqd 0.16, paired: {ratios}" + (f"; its compress takes {xz.group(1)} times `xz -9e`'s CPU time."
+                                               if xz else ".")]
 
 
 def _compressor(text: str) -> list[str]:
