@@ -41,12 +41,13 @@ def pack_parts(magic: bytes, version: int, config, state) -> list[memoryview]:
     return parts + [memoryview(struct.pack("<I", crc))]
 
 
-def unpack(data: bytes, magic: bytes, version: int, what: str, config_type, state_type, shapes):
+def unpack(data: bytes, magic: bytes, version: int, what: str, config_type, state_type, shapes, allocate=None):
     """(config, state) of a snapshot :func:`pack` wrote; ``shapes(config)`` gives each array's (shape, dtype).
 
     ``what`` names the learner in the errors ("CTW snapshot is truncated").  A snapshot of an older format
     (``version`` is the newest) may lack arrays that format did not have, if each is empty in its
-    configuration; they are restored empty."""
+    configuration; they are restored empty.  ``allocate(shape, dtype)``, if given, makes the zeroed array
+    each one is copied into (a learner whose tables want memory of their own: ``online/tables.table_array``)."""
     data = memoryview(data).cast("B")  # not copied: each array is copied out of it once
     if len(data) < _HEADER.size + 4:
         raise ValueError(f"{what} snapshot is truncated")
@@ -81,7 +82,12 @@ def unpack(data: bytes, magic: bytes, version: int, what: str, config_type, stat
         count = math.prod(shape)
         if offset + count * dtype.itemsize > len(data) - 4:
             raise ValueError(f"{what} snapshot is truncated")
-        arrays[name] = np.frombuffer(data, dtype, count, offset).reshape(shape).astype(expected[name][1], copy=True)
+        stored = np.frombuffer(data, dtype, count, offset).reshape(shape)
+        if allocate is None:
+            arrays[name] = stored.astype(expected[name][1], copy=True)
+        else:
+            arrays[name] = allocate(shape, expected[name][1])
+            arrays[name][...] = stored
         offset += count * dtype.itemsize
     if offset != len(data) - 4:
         raise ValueError(f"{what} snapshot is truncated or followed by other bytes")

@@ -33,6 +33,7 @@ class SnapshotKind:
     state_type: type
     shapes: Callable  # config -> {name: (shape, dtype)}
     check: Callable  # (config, state) -> None, or a ValueError: what a restored state must satisfy
+    allocate: Callable | None = None  # (shape, dtype) -> a zeroed array to restore an array into; None: NumPy's
 
 
 def codes_are_consistent(code_of: np.ndarray, symbol_of: np.ndarray, active: int, cap: int) -> bool:
@@ -124,7 +125,7 @@ class OpenAlphabetLearner:
     def from_bytes(cls, data: bytes):
         kind = cls.snapshot_kind
         config, state = unpack(data, kind.magic, kind.version, kind.what, kind.config_type, kind.state_type,
-                               kind.shapes)
+                               kind.shapes, kind.allocate)
         kind.check(config, state)
         return cls(config, _state=state)
 

@@ -162,9 +162,10 @@ class BitsConfig:
 
 
 HYPER = ("rate", "rate_floor", "rate_bits", "slot_limit", "history_limit", "apm_rate", "apm_weight", "revision",
-         "unit_input_scale", "unit_writing_discount", "unit_writing_prior", "unit_metric_discount", "unit_metric_prior")
-(RATE, RATE_FLOOR, RATE_BITS, SLOT_LIMIT, HISTORY_LIMIT, APM_RATE, APM_WEIGHT, REVISION, UNIT_INPUT_SCALE, UNIT_WRITING_DISCOUNT,
- UNIT_WRITING_PRIOR, UNIT_METRIC_DISCOUNT, UNIT_METRIC_PRIOR) = range(len(HYPER))
+         "apm2_bits", "unit_input_scale", "unit_writing_discount", "unit_writing_prior", "unit_metric_discount",
+         "unit_metric_prior")
+(RATE, RATE_FLOOR, RATE_BITS, SLOT_LIMIT, HISTORY_LIMIT, APM_RATE, APM_WEIGHT, REVISION, APM2_BITS, UNIT_INPUT_SCALE,
+ UNIT_WRITING_DISCOUNT, UNIT_WRITING_PRIOR, UNIT_METRIC_DISCOUNT, UNIT_METRIC_PRIOR) = range(len(HYPER))
 
 
 def state_shapes(config: BitsConfig) -> dict:

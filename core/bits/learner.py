@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..online.tables import table_array
 from ..open_alphabet import OpenAlphabetLearner, SnapshotKind, validate_symbols
 from .config import BUCKET, SOURCES, BitsConfig, state_shapes
 from .model import learn_buffer
 from .snapshot import MAGIC, VERSION, check
-from .state import BitsState, aligned, new_state
+from .state import BitsState, new_state
 from .walk import predict, undo_width
 
 
@@ -30,13 +31,13 @@ class BitsLearner(OpenAlphabetLearner):
         97
     """
 
-    snapshot_kind = SnapshotKind(MAGIC, VERSION, "bitwise", _config, BitsState, state_shapes, check)
+    snapshot_kind = SnapshotKind(MAGIC, VERSION, "bitwise", _config, BitsState, state_shapes, check, table_array)
     _new_state = staticmethod(new_state)
     config: BitsConfig
     state: BitsState
 
     def __init__(self, config=None, *, _state=None):
-        super().__init__(config, _state=None if _state is None else aligned(_state))
+        super().__init__(config, _state=_state)
         self._hyper = self.config.hyper()
         st = self.state
         # the distribution's work (walk.predict)

@@ -56,10 +56,10 @@ import numpy as np
 from ..jit import inline_kernel
 from ..kernels.elementary import exp, log2
 from ..online.hashing import absorb, finalize, log2_ceil
-from .config import (APM_RATE, APM_WEIGHT, BIAS, BIAS_INPUT, BITS_SEEN, BUCKET, FIELD, FIELD_START, HISTORY_AT,
-                     HISTORY_LIMIT, MATCH_BYTE, MATCH_INPUT, MATCH_LEN, MIXERS, NUMBER_BUCKET, NUMBER_BYTE,
-                     NUMBER_INPUT, NUMBER_J, POS, RATE, RATE_BITS, RATE_FLOOR, REVISION, SAME, SET_START, SET_START_2,
-                     SLOT_LIMIT, TAG_AT, UNIT_INPUT)
+from .config import (APM2_BITS, APM_RATE, APM_WEIGHT, BIAS, BIAS_INPUT, BITS_SEEN, BUCKET, FIELD, FIELD_START,
+                     HISTORY_AT, HISTORY_LIMIT, MATCH_BYTE, MATCH_INPUT, MATCH_LEN, MIXERS, NUMBER_BUCKET,
+                     NUMBER_BYTE, NUMBER_INPUT, NUMBER_J, POS, RATE, RATE_BITS, RATE_FLOOR, REVISION, SAME, SET_START,
+                     SET_START_2, SLOT_LIMIT, TAG_AT, UNIT_INPUT)
 from .contexts import back
 from .predicted import agrees
 from .runs import learn_runs, run_input
@@ -242,7 +242,7 @@ def probability(st, hyper, c0, bit):
     rows[APM_LO] = lo
     out[APM_FRACTION] = frac
     r1 = c0 + 256 * last
-    apm2_bits = log2_ceil(st.apm2.shape[0])
+    apm2_bits = np.int64(hyper[APM2_BITS])
     if revised:  # a block of 256 rows per hashed pair of bytes, the row c0 in it: a byte's 8 rows are near
         r2 = (np.int64(finalize(absorb(np.uint64(last), before)) >> np.uint64(72 - apm2_bits)) << 8) | c0
     else:

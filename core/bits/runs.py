@@ -44,6 +44,13 @@ def run_bucket(n):
 
 
 @inline_kernel
+def voted(v, c0, bit):
+    """The bit a run of byte ``v - 256`` votes for at bit ``bit``, 0 or 1, if that byte begins with the partial
+    byte c0's bits; else -1 (it voted on no bit of the byte since it disagreed)."""
+    return (v >> bit) & 1 if (v >> (bit + 1)) == c0 else -1
+
+
+@inline_kernel
 def _stretch(table, p):
     return table[min(max(np.int64(p * 4096.0), 0), 4095)]
 
@@ -81,9 +88,9 @@ def run_input(st, inputs, at, c0, bit):
     for j in range(runs.shape[0] - 1):
         inputs[at + j] = 0.0
     for q in range(runs[runs.shape[0] - 1, 0]):
-        v = runs[q, 1]
-        if (v >> (bit + 1)) == c0:
-            inputs[at + runs[q, 0]] = st.run_stretch[q, (v >> bit) & 1]
+        e = voted(runs[q, 1], c0, bit)
+        if e >= 0:
+            inputs[at + runs[q, 0]] = st.run_stretch[q, e]
 
 
 @inline_kernel
@@ -91,9 +98,9 @@ def learn_runs(st, c0, bit, y):
     """After bit ``bit`` (partial byte c0) came out ``y``: the hit rate of each run that voted on it."""
     runs, p, n = st.runs, st.run_p, st.run_n
     for q in range(runs[runs.shape[0] - 1, 0]):
-        v = runs[q, 1]
-        if (v >> (bit + 1)) == c0:
-            j, c, e = runs[q, 0], runs[q, 2], (v >> bit) & 1
+        e = voted(runs[q, 1], c0, bit)
+        if e >= 0:
+            j, c = runs[q, 0], runs[q, 2]
             n[j, c, e] += 1.0
             p[j, c, e] += rate_of(n[j, c, e], RUN_RATE_FLOOR) * ((1.0 if y == e else 0.0) - p[j, c, e])
 

@@ -87,16 +87,3 @@ def new_state(config: BitsConfig) -> BitsState:
     init_units(state, config)
     assert state.buckets.shape[0] == SOURCES
     return state
-
-
-def aligned(state: BitsState) -> BitsState:
-    """``state`` with each of its arrays of 2 MiB and more copied to memory of its own, as :func:`new_state`
-    gives them (a restored snapshot's arrays are wherever NumPy put them, a bucket across two cache lines)."""
-    def copy(a):
-        if a.nbytes < (2 << 20):
-            return a
-        b = table_array(a.shape, a.dtype)
-        b[...] = a
-        return b
-
-    return BitsState(*(copy(a) for a in state))

@@ -57,16 +57,14 @@ from ..kernels.elementary import exp, log, tanh
 from ..model import random_graph
 from ..online.alphabet import unit_uniform
 from ..online.metric_blocks import block_step, contribute
-from .tables import loss_fast, squash_fast
 from .config import (UNIT_INPUT_SCALE, UNIT_METRIC_DISCOUNT, UNIT_METRIC_PRIOR, UNIT_WRITING_DISCOUNT,
                      UNIT_WRITING_PRIOR, BitsConfig)
+from .tables import loss_fast, squash_fast
 
 # positions in ``unit_reals`` and ``unit_ints``
 ETA_TAU, WINDOW_GAIN, REALS = range(3)
 AT, WINDOWS, REJECTED, NONFINITE, INTS = range(5)
 RATE_GROWTH, RATE_SHRINK, MAX_RATE = 1.1, 0.5, 1.0
-
-
 
 
 class Units(NamedTuple):
@@ -83,7 +81,7 @@ class Units(NamedTuple):
     G: np.ndarray  # (256, N+1, D): the window's gradient per block
     metric: np.ndarray  # (256, N+1, D, D): each block's inverse discounted metric
     updates: np.ndarray  # (256, N+1) int64: contributions each block has had
-    work: np.ndarray  # (K+3, N+1) x 4 rows: B, m, the trial's V and a (``_window``)
+    work: np.ndarray  # (4, K+3, max(N+1, 2D)): B, m, the trial's V and a (``_window``)
     saved: np.ndarray  # (K, N+1, D): the trial's undo (one row per window time: a block read there)
     reals: np.ndarray  # ETA_TAU, WINDOW_GAIN
     ints: np.ndarray  # AT (window time of the next byte), WINDOWS, REJECTED, NONFINITE
@@ -136,18 +134,19 @@ def init_units(state, config: BitsConfig) -> None:
     state.unit_reals[ETA_TAU] = 1.0 / N
 
 
-_sigma = squash_fast
+@inline_kernel
+def _logit(a, v):
+    """sum_i a_i v_i: a node's logit from the activities ``a`` and its writing weights ``v``."""
+    u = 0.0
+    for i in range(v.shape[0]):
+        u += a[i] * v[i]
+    return u
 
 
 @inline_kernel
 def node_logit(un, c0):
     """u(c0) = sum_i a_i v[c0, i], the units' logit that the bit at node c0 is 1."""
-    a = un.a[un.ints[AT]]
-    v = un.v[c0]
-    u = 0.0
-    for i in range(v.shape[0]):
-        u += a[i] * v[i]
-    return u
+    return _logit(un.a[un.ints[AT]], un.v[c0])
 
 
 @inline_kernel
@@ -159,7 +158,7 @@ def learn_node(un, hyper, c0, y, u):
     a = un.a[un.ints[AT]]
     v, h0, hd = un.v[c0], un.h0[c0], un.hd[c0]
     N1 = v.shape[0]
-    p = _sigma(u)
+    p = squash_fast(u)
     c = p * (1.0 - p)
     e = y - p
     g = hyper[UNIT_WRITING_DISCOUNT]
@@ -204,10 +203,7 @@ def _tree_loglik(un, a, x):
     total = 0.0
     c0 = 1
     for bit in range(7, -1, -1):
-        u = 0.0
-        vc = un.v[c0]
-        for i in range(vc.shape[0]):
-            u += a[i] * vc[i]
+        u = _logit(a, un.v[c0])
         y = (x >> bit) & 1
         total -= loss_fast(u if y == 1 else -u)
         c0 = 2 * c0 + y
@@ -237,9 +233,9 @@ def advance(st, hyper, symbol):
 
 @inline_kernel
 def _backward(un, a, B, m):
-    """Returns the window's log-likelihood, sum_t log p(x_t) over outputs 1..K (nats), met on the way."""
     """Truncated BPTT over the window's outputs 1..K (eq. 22) with the tree's error terms, and the RBPM
-    modulus (eq. 24) with its curvature along the path; B^{K+1} = m^{K+1} = 0."""
+    modulus (eq. 24) with its curvature along the path, B^{K+1} = m^{K+1} = 0; returns the window's
+    log-likelihood, sum_t log p(x_t) over outputs 1..K (nats), met on the way."""
     N1, D = un.inputs.shape
     K = un.x.shape[0] - 1
     for i in range(N1):
@@ -266,11 +262,9 @@ def _backward(un, a, B, m):
         # the output's terms along x_t's path
         c0 = 1
         for bit in range(7, -1, -1):
-            u = 0.0
             vc = un.v[c0]
-            for i in range(N1):
-                u += a[t, i] * vc[i]
-            p = _sigma(u)
+            u = _logit(a[t], vc)
+            p = squash_fast(u)
             y = (x >> bit) & 1
             loglik -= loss_fast(u if y == 1 else -u)
             e = y - p

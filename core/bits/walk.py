@@ -22,6 +22,7 @@ from .config import BITS_SEEN, BUCKET, HISTORY_AT, MIXERS, NUMBER_BUCKET, NUMBER
 from .mixing import (APM1_ROW, APM2_ROW, APM_LO, C0_ROW, FINAL_ROW, MATCH_BUCKET, MATCH_EXPECTED, NODE,
                      NUMBER_EXPECTED, claim, find_buckets, history_of, learn_bit, probability)
 from .model import start_byte
+from .runs import voted
 
 # an undo record (a row of ``undo``): the mixers' rows, the final mixer's row, per source (slot, history word,
 # q, n), the maps' four points, the match and number models' (p, n); with runs, the (p, n) of each run's rate;
@@ -85,9 +86,8 @@ def save(st, bit, record):
     if st.runs.shape[0] > 0:
         runs = st.runs
         for q in range(runs[runs.shape[0] - 1, 0]):
-            v, j, c = runs[q, 1], runs[q, 0], runs[q, 2]
-            if (v >> (bit + 1)) == rows[C0_ROW]:
-                e = (v >> bit) & 1
+            e, j, c = voted(runs[q, 1], rows[C0_ROW], bit), runs[q, 0], runs[q, 2]
+            if e >= 0:
                 record[runs_at + RUN_VALUES * j] = st.run_p[j, c, e]
                 record[runs_at + RUN_VALUES * j + 1] = st.run_n[j, c, e]
     N1 = st.unit_v.shape[1]
@@ -138,9 +138,8 @@ def restore(st, bit, record):
     if st.runs.shape[0] > 0:
         runs = st.runs
         for q in range(runs[runs.shape[0] - 1, 0]):
-            v, j, c = runs[q, 1], runs[q, 0], runs[q, 2]
-            if (v >> (bit + 1)) == rows[C0_ROW]:
-                e = (v >> bit) & 1
+            e, j, c = voted(runs[q, 1], rows[C0_ROW], bit), runs[q, 0], runs[q, 2]
+            if e >= 0:
                 st.run_p[j, c, e] = record[runs_at + RUN_VALUES * j]
                 st.run_n[j, c, e] = record[runs_at + RUN_VALUES * j + 1]
     N1 = st.unit_v.shape[1]
