@@ -177,3 +177,15 @@ def test_eval_errors_are_one_line(tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
     assert main(["eval", str(empty), "--metric-discount", "2"]) == 1
     assert "metric_discount" in capsys.readouterr().err
+
+
+def test_the_program_asks_numpy_for_one_blas_thread(monkeypatch):
+    """BLAS threads would spin on the CPU after NumPy's import and share sums out by the number of cores."""
+    import os
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "3")
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    assert os.environ["MKL_NUM_THREADS"] == "3"  # what the user set is kept

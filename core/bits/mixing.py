@@ -211,7 +211,8 @@ def probability(st, hyper, c0, bit):
     rows[0] = start[0] + c0
     rows[1] = start[1] + (min(mb, 15) * 16 + min(deterministic, 15)) * 8 + (7 - bit)  # revision 1's only
     rows[2] = start[2] + (f * 8 + pos) * 2 + ints[SAME]
-    rows[3] = start[3] + np.int64(finalize(absorb(np.uint64(last), before)) >> np.uint64(51))
+    pair = finalize(absorb(np.uint64(last), before))  # the last two bytes hashed: the fourth mixer's and map 2's
+    rows[3] = start[3] + np.int64(pair >> np.uint64(51))
     w = st.weights
     if revised:  # three mixers, each dot product in four lanes
         out[0] = min(max(_dot4(w[rows[0]], inputs), -CLAMP), CLAMP)
@@ -244,7 +245,7 @@ def probability(st, hyper, c0, bit):
     r1 = c0 + 256 * last
     apm2_bits = np.int64(hyper[APM2_BITS])
     if revised:  # a block of 256 rows per hashed pair of bytes, the row c0 in it: a byte's 8 rows are near
-        r2 = (np.int64(finalize(absorb(np.uint64(last), before)) >> np.uint64(72 - apm2_bits)) << 8) | c0
+        r2 = (np.int64(pair >> np.uint64(72 - apm2_bits)) << 8) | c0
     else:
         r2 = np.int64(finalize(absorb(absorb(np.uint64(c0), last), before)) >> np.uint64(64 - apm2_bits))
     rows[APM1_ROW] = r1
@@ -273,6 +274,16 @@ def _dot4(row, x):
         a3 += row[i + np.uint64(3)] * x[i + np.uint64(3)]
         i += np.uint64(4)
     return (a0 + a1) + (a2 + a3)
+
+
+@inline_kernel
+def _add_scaled(row, e, x):
+    """row += e x, element by element (unsigned indices, as in :func:`_dot4`, so that it runs in vectors)."""
+    n = np.uint64(x.shape[0])
+    i = np.uint64(0)
+    while i < n:
+        row[i] += e * x[i]
+        i += np.uint64(1)
 
 
 @inline_kernel
@@ -319,10 +330,7 @@ def learn_bit(st, hyper, bit, y):
     revised = hyper[REVISION] >= 2.0
     if revised:
         for m in (0, 2, 3):
-            e = (y - squash_fast(out[m])) * rate
-            row = w[rows[m]]
-            for i in range(inputs.shape[0]):
-                row[i] += e * inputs[i]
+            _add_scaled(w[rows[m]], (y - squash_fast(out[m])) * rate, inputs)
     else:
         n_in = inputs.shape[0]
         for m in range(MIXERS):

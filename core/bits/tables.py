@@ -24,13 +24,20 @@ def _tables():
 
 SQUASH_TABLE, LOSS_TABLE = _tables()  # constants: compiled into the kernels
 RECIPROCALS = 1.0 / (np.arange(1024) + 1.5)  # each the IEEE quotient the division below would give
+BEYOND = 1.0 / (1024 + 1.5)  # 1 / (n + 1.5) for every n >= 1024 is at most this
 
 
 @inline_kernel
 def rate_of(n, floor):
-    """max(1 / (n + 1.5), floor), the step of an adaptive count met n times, by a table for n < 1024."""
+    """max(1 / (n + 1.5), floor), the step of an adaptive count met n times, by a table for n < 1024.
+
+    Past the table, a floor of at least ``BEYOND`` is the answer without dividing: n + 1.5 and 1 / (n + 1.5)
+    are each correctly rounded, so monotone in n, and 1 / (n + 1.5) <= 1 / 1025.5 <= floor.  Every floor
+    the bitwise model uses (1/256, 1/1023) is such a floor, so its counts never divide."""
     if n < 1024.0:
         return max(RECIPROCALS[np.int64(n)], floor)
+    if floor >= BEYOND:
+        return floor
     return max(1.0 / (n + 1.5), floor)
 
 
