@@ -167,6 +167,13 @@ def test_bad_settings_are_clear_errors(settings, message):
         BitsConfig(**settings)
 
 
+def test_a_learner_without_a_configuration_is_today_s_model():
+    """BitsLearner() is BitsConfig(), the newest preset; only what is read back from an earlier seqd's
+    snapshot takes the first preset's values for the settings it lacks (the test below)."""
+    assert BitsLearner().config == BitsConfig()
+    assert BitsLearner().config.revision == BitsConfig().revision == 2
+
+
 def test_a_snapshot_of_seqd_0_20_restores_to_its_model():
     """A version-1 snapshot (seqd 0.20's: no runs' or units' arrays, no settings for them) restores to the
     bitwise-1 model and continues bit for bit, as the learner that wrote it would; so does a stream.json's

@@ -37,7 +37,9 @@ class BitsLearner(OpenAlphabetLearner):
     state: BitsState
 
     def __init__(self, config=None, *, _state=None):
-        super().__init__(config, _state=_state)
+        # no configuration: today's model, BitsConfig(); the snapshot kind's _config is for reading what an
+        # earlier seqd wrote, where a missing setting means bitwise-1's
+        super().__init__(BitsConfig() if config is None else config, _state=_state)
         self._hyper = self.config.hyper()
         st = self.state
         # the distribution's work (walk.predict)
