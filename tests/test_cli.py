@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 
 import numpy as np
 import pytest
@@ -181,8 +182,6 @@ def test_eval_errors_are_one_line(tmp_path, capsys):
 
 def test_the_program_asks_numpy_for_one_blas_thread(monkeypatch):
     """BLAS threads would spin on the CPU after NumPy's import and share sums out by the number of cores."""
-    import os
-
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     monkeypatch.setenv("MKL_NUM_THREADS", "3")
     with pytest.raises(SystemExit):

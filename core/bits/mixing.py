@@ -277,16 +277,6 @@ def _dot4(row, x):
 
 
 @inline_kernel
-def _add_scaled(row, e, x):
-    """row += e x, element by element (unsigned indices, as in :func:`_dot4`, so that it runs in vectors)."""
-    n = np.uint64(x.shape[0])
-    i = np.uint64(0)
-    while i < n:
-        row[i] += e * x[i]
-        i += np.uint64(1)
-
-
-@inline_kernel
 def code_length(p16, y):
     """-log2 of the probability p16 / 65536 gave bit y."""
     return -log2((p16 if y == 1 else 65536 - p16) / 65536.0)
@@ -330,7 +320,10 @@ def learn_bit(st, hyper, bit, y):
     revised = hyper[REVISION] >= 2.0
     if revised:
         for m in (0, 2, 3):
-            _add_scaled(w[rows[m]], (y - squash_fast(out[m])) * rate, inputs)
+            e = (y - squash_fast(out[m])) * rate
+            row = w[rows[m]]
+            for i in range(inputs.shape[0]):
+                row[i] += e * inputs[i]
     else:
         n_in = inputs.shape[0]
         for m in range(MIXERS):
