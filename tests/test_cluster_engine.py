@@ -50,6 +50,15 @@ def run(cluster, body, **changes):
     return asyncio.run(main())
 
 
+async def _created(engine, name, token, meta=b"{}"):
+    """A new stream's log, its subject, and its writer (lease token ``token``), the creation appended."""
+    log = StreamLog(engine)
+    subject = placement.subject_of(name, 8)
+    writer = StreamWriter(log, name, subject, None, token=token)
+    await writer.create(meta)
+    return log, subject, writer
+
+
 async def _replay(log, subject, after=0, start=None):
     return [(seq, r) async for seq, r in log.records(subject, after, Chain(start))]
 
@@ -66,10 +75,7 @@ def test_the_first_replica_makes_the_cluster_and_a_mismatched_one_is_refused(clu
 
 def test_a_log_is_written_once_and_read_back_through_its_chain(cluster):
     async def body(engine):
-        log = StreamLog(engine)
-        subject = placement.subject_of("web.access", 8)
-        writer = StreamWriter(log, "web.access", subject, None, token=1)
-        await writer.create(b'{"model": "bitwise"}')
+        log, subject, writer = await _created(engine, "web.access", 1, b'{"model": "bitwise"}')
         for i in range(5):
             await writer.batch(bytes([65 + i]) * 4, 4, 1, f"b{i}".encode())
         got = await _replay(log, subject)
@@ -90,10 +96,7 @@ def test_a_log_is_written_once_and_read_back_through_its_chain(cluster):
 
 def test_a_stale_writer_is_fenced_and_writes_nothing(cluster):
     async def body(engine):
-        log = StreamLog(engine)
-        subject = placement.subject_of("fenced", 8)
-        old = StreamWriter(log, "fenced", subject, None, token=10)
-        await old.create(b"{}")
+        log, subject, old = await _created(engine, "fenced", 10)
         await old.batch(b"ab", 2, 1)
         seq, data = await log.last(subject)
         new = StreamWriter(log, "fenced", subject, Tail(seq, records.digest(data), 2), token=11)
@@ -107,10 +110,8 @@ def test_a_stale_writer_is_fenced_and_writes_nothing(cluster):
 
 def test_compaction_keeps_the_record_a_snapshot_stands_on_and_the_fence_still_works(cluster):
     async def body(engine):
-        log, snaps = StreamLog(engine), Snapshots(engine)
-        subject = placement.subject_of("compacted", 8)
-        writer = StreamWriter(log, "compacted", subject, None, token=3)
-        await writer.create(b'{"m": 1}')
+        snaps = Snapshots(engine)
+        log, subject, writer = await _created(engine, "compacted", 3, b'{"m": 1}')
         for i in range(4):
             await writer.batch(bytes([i]) * 3, 3, 1)
         at = writer.tail  # the snapshot is taken after this record
@@ -270,10 +271,7 @@ def test_the_log_survives_kill_9_of_the_node_that_leads_it(cluster):
     """Appends retried through the fail-over (the same message ids) land once each; every acknowledged
     batch reads back."""
     async def body(engine):
-        log = StreamLog(engine)
-        subject = placement.subject_of("failover", 8)
-        writer = StreamWriter(log, "failover", subject, None, token=7)
-        await writer.create(b"{}")
+        log, subject, writer = await _created(engine, "failover", 7)
         acknowledged = []
         leader = (await engine.js.stream_info(LOG_STREAM)).cluster.leader
         for i in range(40):

@@ -25,7 +25,7 @@ client, so the documentation and ``deploy/`` carry it.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 LOG_STREAM = "SEQD_LOG"
 CLUSTER_BUCKET, MEMBERS_BUCKET, LEASES_BUCKET, POINTERS_BUCKET = ("seqd-cluster", "seqd-members", "seqd-leases",
@@ -80,9 +80,33 @@ class Engine:
     settings: ClusterSettings
     nc: object  # nats.aio.client.Client
     js: object  # its JetStreamContext
+    _opened: dict = field(default_factory=dict, repr=False)
+
+    async def kv(self, bucket: str):
+        """The key-value bucket ``bucket`` (one of the module's table), opened once."""
+        if bucket not in self._opened:
+            self._opened[bucket] = await self.js.key_value(bucket)
+        return self._opened[bucket]
+
+    async def snapshot_store(self):
+        """The object store of the snapshots, opened once."""
+        if SNAPSHOT_STORE not in self._opened:
+            self._opened[SNAPSHOT_STORE] = await self.js.object_store(SNAPSHOT_STORE)
+        return self._opened[SNAPSHOT_STORE]
 
     async def close(self) -> None:
         await self.nc.close()
+
+
+async def entry(kv, key: str):
+    """The key's entry in bucket ``kv`` (its value and revision), or None if it has none (never written,
+    deleted, lapsed)."""
+    from nats.js.errors import KeyDeletedError, KeyNotFoundError
+
+    try:
+        return await kv.get(key)
+    except (KeyNotFoundError, KeyDeletedError):
+        return None
 
 
 async def connect(settings: ClusterSettings, *, name: str = "seqd") -> Engine:

@@ -31,7 +31,7 @@ from typing import AsyncIterator
 
 from .engine import LOG_STREAM, Engine, transient
 from .placement import partition_subjects
-from .records import BATCH, CREATE, DROP, Chain, Record, digest
+from .records import BATCH, CREATE, DROP, NO_DIGEST, Chain, Record, digest
 
 EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
 MSG_ID = "Nats-Msg-Id"
@@ -142,8 +142,6 @@ class StreamWriter:
         return self.tail
 
     def _previous(self) -> bytes:
-        from .records import NO_DIGEST
-
         return self.tail.digest if self.tail is not None else NO_DIGEST
 
     async def create(self, meta: bytes) -> Tail:

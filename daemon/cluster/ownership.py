@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import msgpack
 
-from .engine import LEASES_BUCKET, MEMBERS_BUCKET, Engine
+from .engine import LEASES_BUCKET, MEMBERS_BUCKET, Engine, entry
 from .placement import check_member_id
 
 
@@ -61,12 +61,9 @@ class Membership:
 
     def __init__(self, engine: Engine):
         self.engine = engine
-        self._kv = None
 
     async def _bucket(self):
-        if self._kv is None:
-            self._kv = await self.engine.js.key_value(MEMBERS_BUCKET)
-        return self._kv
+        return await self.engine.kv(MEMBERS_BUCKET)
 
     async def beat(self, member: str, info: dict) -> None:
         """Announce (or keep announcing) ``member``, with what others need to know of it (``info``)."""
@@ -79,7 +76,7 @@ class Membership:
 
     async def members(self) -> dict[str, dict]:
         """The live members and what each announced."""
-        from nats.js.errors import KeyDeletedError, KeyNotFoundError, NoKeysError
+        from nats.js.errors import NoKeysError
 
         kv = await self._bucket()
         try:
@@ -88,12 +85,11 @@ class Membership:
             return {}
         live = {}
         for key in keys:
-            try:
-                entry = await kv.get(key)
-            except (KeyNotFoundError, KeyDeletedError):
+            found = await entry(kv, key)
+            if found is None:
                 continue  # left or lapsed between the listing and the read
             try:
-                live[key] = msgpack.unpackb(entry.value)
+                live[key] = msgpack.unpackb(found.value)
             except Exception:
                 live[key] = {}
         return live
@@ -105,12 +101,13 @@ class Leases:
     def __init__(self, engine: Engine):
         self.engine = engine
         self.ttl = engine.settings.lease_ttl
-        self._kv = None
 
     async def _bucket(self):
-        if self._kv is None:
-            self._kv = await self.engine.js.key_value(LEASES_BUCKET)
-        return self._kv
+        return await self.engine.kv(LEASES_BUCKET)
+
+    def _deadline(self, sent: float) -> float:
+        """Until when a lease whose acquisition or renewal was sent at ``sent`` may be counted on."""
+        return sent + self.ttl - lease_margin(self.ttl)
 
     async def acquire(self, partition: int, member: str) -> Lease | None:
         """The lease of ``partition`` for ``member``, or None while another replica holds it."""
@@ -122,7 +119,7 @@ class Leases:
             revision = await kv.create(lease_key(partition), msgpack.packb({"member": check_member_id(member)}))
         except KeyWrongLastSequenceError:
             return None
-        return Lease(partition, member, revision, revision, sent + self.ttl - lease_margin(self.ttl))
+        return Lease(partition, member, revision, revision, self._deadline(sent))
 
     async def renew(self, lease: Lease) -> Lease:
         """The lease, renewed; :class:`LeaseLost` if it lapsed or changed hands."""
@@ -135,7 +132,7 @@ class Leases:
                                        last=lease.revision)
         except KeyWrongLastSequenceError:
             raise LeaseLost(f"partition {lease.partition}: the lease lapsed or another replica holds it") from None
-        return Lease(lease.partition, lease.member, lease.token, revision, sent + self.ttl - lease_margin(self.ttl))
+        return Lease(lease.partition, lease.member, lease.token, revision, self._deadline(sent))
 
     async def release(self, lease: Lease) -> None:
         """Give the partition up (a planned hand-off): the next owner need not wait for the TTL."""
@@ -149,11 +146,7 @@ class Leases:
 
     async def holder(self, partition: int) -> tuple[str, int] | None:
         """(member, revision) of the partition's lease, or None if nobody holds it."""
-        from nats.js.errors import KeyDeletedError, KeyNotFoundError
-
-        kv = await self._bucket()
-        try:
-            entry = await kv.get(lease_key(partition))
-        except (KeyNotFoundError, KeyDeletedError):
+        found = await entry(await self._bucket(), lease_key(partition))
+        if found is None:
             return None
-        return msgpack.unpackb(entry.value)["member"], entry.revision
+        return msgpack.unpackb(found.value)["member"], found.revision

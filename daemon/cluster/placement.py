@@ -51,7 +51,7 @@ def owner_of(partition: int, members) -> str | None:
 
 def assignment(partitions: int, members) -> dict[int, str | None]:
     """Every partition's owner among ``members``."""
-    members = sorted(members)
+    members = list(members)
     return {p: owner_of(p, members) for p in range(partitions)}
 
 
@@ -67,10 +67,11 @@ def partition_subjects(partition: int) -> str:
 
 def name_of(subject: str) -> str:
     """The stream whose log is ``subject`` (the inverse of :func:`subject_of`)."""
-    prefix, _, rest = subject.partition(".log.")
-    if prefix != LOG_SUBJECTS.split(".")[0] or "." not in rest:
+    head, dot, rest = subject.partition(LOG_SUBJECTS + ".")
+    partition, _, token = rest.partition(".")
+    if head or not dot or not partition.isdigit() or not token:
         raise ValueError(f"{subject!r} is not a stream's log subject")
-    return rest.split(".", 1)[1].replace("~", ".")
+    return token.replace("~", ".")
 
 
 def check_member_id(member: str) -> str:

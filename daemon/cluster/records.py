@@ -30,11 +30,12 @@ from dataclasses import dataclass
 
 import msgpack
 
+from ..wal import MAX_BATCH_ID  # the bound both kinds of log hold a batch id to
+
 VERSION = 1
 CREATE, BATCH, DROP = 1, 2, 3
 KINDS = (CREATE, BATCH, DROP)
 NO_DIGEST = bytes(16)
-MAX_BATCH_ID = 64
 MAX_RECORD = 64 << 20  # bytes: far above a batch's limit (the protocol's), below anything absurd
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import msgpack
 
-from .engine import POINTERS_BUCKET, SNAPSHOT_STORE, Engine
+from .engine import POINTERS_BUCKET, Engine, entry
 
 
 @dataclass(frozen=True)
@@ -62,27 +62,18 @@ class Snapshots:
 
     def __init__(self, engine: Engine):
         self.engine = engine
-        self._kv = self._store = None
 
     async def _open(self):
-        if self._kv is None:
-            self._kv = await self.engine.js.key_value(POINTERS_BUCKET)
-            self._store = await self.engine.js.object_store(SNAPSHOT_STORE)
-        return self._kv, self._store
+        return await self.engine.kv(POINTERS_BUCKET), await self.engine.snapshot_store()
 
     async def latest(self, name: str) -> Pointer | None:
         """The stream's latest snapshot's pointer, or None if it has none."""
-        from nats.js.errors import KeyDeletedError, KeyNotFoundError
-
-        kv, _ = await self._open()
-        try:
-            return Pointer.decode((await kv.get(name)).value)
-        except (KeyNotFoundError, KeyDeletedError):
-            return None
+        found = await entry(await self.engine.kv(POINTERS_BUCKET), name)
+        return None if found is None else Pointer.decode(found.value)
 
     async def read(self, name: str, pointer: Pointer) -> bytes:
         """The snapshot ``pointer`` names."""
-        _, store = await self._open()
+        store = await self.engine.snapshot_store()
         data = (await store.get(object_name(name, pointer.seq))).data or b""
         if len(data) != pointer.size:
             raise ValueError(f"snapshot {object_name(name, pointer.seq)} holds {len(data):,} bytes, its pointer "
@@ -92,34 +83,28 @@ class Snapshots:
     async def put(self, name: str, pointer: Pointer, data: bytes) -> bool:
         """Store a snapshot and move the pointer to it; False (and the object removed) if the pointer is at
         ``pointer.seq`` or beyond already.  The object the pointer left is deleted."""
-        from nats.js.errors import KeyDeletedError, KeyNotFoundError, KeyWrongLastSequenceError
+        from nats.js.errors import KeyWrongLastSequenceError
 
         if len(data) != pointer.size:
             raise ValueError("a pointer's size is its snapshot's")
         kv, store = await self._open()
         await store.put(object_name(name, pointer.seq), data)
         while True:
-            try:
-                entry = await kv.get(name)
-                current, revision = Pointer.decode(entry.value), entry.revision
-            except (KeyNotFoundError, KeyDeletedError):
-                current, revision = None, None
+            found = await entry(kv, name)
+            current = None if found is None else Pointer.decode(found.value)
             if current is not None and current.seq >= pointer.seq:
                 await store.delete(object_name(name, pointer.seq))
                 return False
             try:
-                if revision is None:
+                if found is None:
                     await kv.create(name, pointer.encode())
                 else:
-                    await kv.update(name, pointer.encode(), last=revision)
+                    await kv.update(name, pointer.encode(), last=found.revision)
             except KeyWrongLastSequenceError:
                 continue  # moved meanwhile: look again
             break
         if current is not None:
-            try:
-                await store.delete(object_name(name, current.seq))
-            except Exception:
-                pass  # gone already; an orphan costs space, not correctness
+            await self._delete(store, name, current)
         return True
 
     async def forget(self, name: str) -> None:
@@ -133,7 +118,12 @@ class Snapshots:
         except (KeyNotFoundError, KeyDeletedError):
             pass
         if pointer is not None:
-            try:
-                await store.delete(object_name(name, pointer.seq))
-            except Exception:
-                pass
+            await self._delete(store, name, pointer)
+
+    @staticmethod
+    async def _delete(store, name: str, pointer: Pointer) -> None:
+        """The object a pointer named, once nothing points at it."""
+        try:
+            await store.delete(object_name(name, pointer.seq))
+        except Exception:
+            pass  # gone already; an orphan costs space, not correctness
