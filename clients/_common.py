@@ -33,6 +33,7 @@ from .results import Ack, Created, Prediction, ServerInfo, ServerStats, Snapshot
 DEFAULT_API = "tcp://127.0.0.1:7710"
 DEFAULT_MAX_BATCH = 65536
 BATCH_ID_BYTES = 16  # a publish's batch id: random, so two clients never share one
+DEFAULT_RETRIES = 3  # resends after a timeout (a cluster's: clients/cluster.py, CLUSTER_RETRIES)
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,8 @@ class Operations:
     """Builds the plan of every operation: request fields, routing, retries, result types."""
 
     def __init__(self, endpoints: str | Sequence[str] = DEFAULT_API, *, timeout: float = 5.0, retries: int = 3,
-                 max_batch: int = DEFAULT_MAX_BATCH, clock: Callable[[], float] = time.monotonic):
+                 max_batch: int = DEFAULT_MAX_BATCH, clock: Callable[[], float] = time.monotonic,
+                 router: Callable[[str | None, str | None, bool], str] | None = None):
         if timeout <= 0:
             raise ValueError("timeout must be positive")
         if retries < 0:
@@ -172,8 +174,14 @@ class Operations:
         self.timeout, self.retries, self.max_batch, self.clock = float(timeout), int(retries), max_batch, clock
         self._ids = itertools.count(1)  # 0 is what a server answers when it cannot read an id
         self._without_ids: set[str] = set()  # endpoints of servers that know no batch ids (before seqd 0.18)
+        self.router = router  # a cluster's (clients/cluster.py: route): (stream, endpoint, fleet) -> endpoint
 
-    def endpoint_for(self, stream: str | None, endpoint: str | None = None) -> str:
+    def endpoint_for(self, stream: str | None, endpoint: str | None = None, *, fleet: bool = False) -> str:
+        """Where a request goes: ``endpoint`` if given, else the first endpoint for a request without a stream
+        and the stream's replica for one with; ``fleet``: a request without a stream that every replica of a
+        cluster answers (``stats``)."""
+        if self.router is not None:
+            return self.router(stream, endpoint, fleet)
         if endpoint is not None:
             return endpoint
         return self.endpoints[0] if stream is None else route(self.endpoints, stream)
@@ -272,8 +280,8 @@ class Operations:
         return Prediction.from_result(result)
 
     def stats(self, stream: str | None = None, endpoint: str | None = None) -> Plan:
-        result = yield from self.call(self.endpoint_for(stream, endpoint), {"op": "stats", "stream": stream},
-                                      retry=True)
+        result = yield from self.call(self.endpoint_for(stream, endpoint, fleet=True),
+                                      {"op": "stats", "stream": stream}, retry=True)
         return ServerStats.from_result(result) if stream is None else StreamStats.from_result(result)
 
     def snapshot(self, stream: str) -> Plan:
@@ -291,15 +299,32 @@ class ClientBase:
 
     _subscription_class: type
 
-    def _setup(self, endpoints, pub, *, timeout: float, retries: int, max_batch: int, context, curve,
+    def _setup(self, endpoints, pub, *, timeout: float, retries: int | None, max_batch: int, context, curve,
                transport) -> None:
-        self._ops = Operations(endpoints, timeout=timeout, retries=retries, max_batch=max_batch)
+        self._ops = Operations(endpoints, timeout=timeout, retries=DEFAULT_RETRIES if retries is None else retries,
+                               max_batch=max_batch)
         self.endpoints = self._ops.endpoints
         self.pub = pub
         self._context = context
         self._curve = curve
         self._transport = transport(context, curve)
         self._subscriptions: list = []
+        self.cluster = False
+
+    def _setup_cluster(self, servers, *, timeout: float, retries: int | None, max_batch: int, transport) -> None:
+        """A client of a cluster (``clients/cluster.py``): ``servers`` are NATS URLs, requests go by
+        partition, and ``transport`` (made from the servers) carries them and the subscriptions."""
+        from .cluster import CLUSTER_RETRIES, route, servers_of
+
+        self._ops = Operations(servers_of(servers), timeout=timeout,
+                               retries=CLUSTER_RETRIES if retries is None else retries, max_batch=max_batch,
+                               router=route)
+        self.endpoints = self._ops.endpoints
+        self.pub = None
+        self._context = self._curve = None
+        self._transport = transport(self.endpoints)
+        self._subscriptions = []
+        self.cluster = True
 
     def endpoint_for(self, stream: str) -> str:
         """The API endpoint that serves ``stream``."""
@@ -307,8 +332,11 @@ class ClientBase:
 
     def subscribe(self, streams: str | Iterable[str] | None = None):
         """Events of the given streams (all streams for None), from every PUB endpoint."""
-        sub = self._subscription_class(self._context, pub_endpoints(self.endpoints, self.pub), topics(streams),
-                                       self._curve)
+        if self.cluster:
+            sub = self._transport.subscription(streams)
+        else:
+            sub = self._subscription_class(self._context, pub_endpoints(self.endpoints, self.pub), topics(streams),
+                                           self._curve)
         self._subscriptions.append(sub)
         return sub
 

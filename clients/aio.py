@@ -21,6 +21,7 @@ import zmq.asyncio
 from . import protocol
 from ._common import DEFAULT_API, DEFAULT_MAX_BATCH, ClientBase, Exchange, Plan, Sleep, accept_reply
 from ._sockets import CurveKeys, open_dealer, open_sub
+from .cluster import is_cluster
 from .protocol import Event, Reply
 from .results import Ack, Created, Prediction, ServerInfo, ServerStats, Snapshot, StreamStats
 
@@ -112,8 +113,12 @@ class AsyncClient(ClientBase):
     _subscription_class = AsyncSubscription
 
     def __init__(self, endpoints: str | Sequence[str] = DEFAULT_API, *, pub: str | Sequence[str] | None = None,
-                 timeout: float = 5.0, retries: int = 3, context: zmq.Context | None = None,
+                 timeout: float = 5.0, retries: int | None = None, context: zmq.Context | None = None,
                  max_batch: int = DEFAULT_MAX_BATCH, curve: CurveKeys | None = None):
+        if is_cluster(endpoints):  # NATS URLs: a cluster's replicas, reached by partition
+            from .cluster import NatsLink
+            self._setup_cluster(endpoints, timeout=timeout, retries=retries, max_batch=max_batch, transport=NatsLink)
+            return
         if context is None:
             context = zmq.asyncio.Context.instance()
         elif not isinstance(context, zmq.asyncio.Context):
@@ -160,5 +165,15 @@ class AsyncClient(ClientBase):
     async def __aenter__(self) -> "AsyncClient":
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def aclose(self) -> None:
+        """Close, and with a cluster's connection wait until it is drained."""
+        subs = list(self._subscriptions)
         self.close()
+        for sub in subs:
+            if hasattr(sub, "aclose"):
+                await sub.aclose()
+        if self.cluster:
+            await self._transport.aclose()
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()

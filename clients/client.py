@@ -34,6 +34,7 @@ import zmq
 from . import protocol
 from ._common import DEFAULT_API, DEFAULT_MAX_BATCH, ClientBase, Exchange, Plan, Sleep, accept_reply
 from ._sockets import CurveKeys, open_dealer, open_sub
+from .cluster import is_cluster
 from .errors import BusyError, ConflictError, NoSuchStreamError, SeqdError, SeqdTimeout, ServerError
 from .protocol import Event, Reply
 from .results import Ack, Created, Prediction, ServerInfo, ServerStats, Snapshot, StreamStats
@@ -138,7 +139,10 @@ class Subscription:
 class Client(ClientBase):
     """A blocking client of one seqd daemon or of replicas sharing the streams (see the module doc).
 
-    ``timeout`` is seconds per attempt; ``retries`` the resends after a timeout; ``max_batch`` the
+    ``endpoints`` may also be NATS URLs (``"nats://host:4222"``): the client then reaches a cluster's
+    replicas by partition (``clients/cluster.py``), and ``pub`` and ``curve`` do not apply.
+    ``timeout`` is seconds per attempt; ``retries`` the resends after a timeout (3; a cluster's 8, which
+    outlast a move after a crash); ``max_batch`` the
     largest publish sent in one request (larger ones are split); ``curve`` the keys for a daemon
     that requires CURVE.  Not thread-safe.
     """
@@ -146,8 +150,13 @@ class Client(ClientBase):
     _subscription_class = Subscription
 
     def __init__(self, endpoints: str | Sequence[str] = DEFAULT_API, *, pub: str | Sequence[str] | None = None,
-                 timeout: float = 5.0, retries: int = 3, context: zmq.Context | None = None,
+                 timeout: float = 5.0, retries: int | None = None, context: zmq.Context | None = None,
                  max_batch: int = DEFAULT_MAX_BATCH, curve: CurveKeys | None = None):
+        if is_cluster(endpoints):  # NATS URLs: a cluster's replicas, reached by partition
+            from .cluster import SyncNatsTransport
+            self._setup_cluster(endpoints, timeout=timeout, retries=retries, max_batch=max_batch,
+                                transport=SyncNatsTransport)
+            return
         self._setup(endpoints, pub, timeout=timeout, retries=retries, max_batch=max_batch, curve=curve,
                     context=context if context is not None else zmq.Context.instance(), transport=_Transport)
 

@@ -25,6 +25,7 @@ how any of its files reach the disk.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import struct
@@ -71,41 +72,53 @@ def read(snap: Path, recent_length: int, max_learner_bytes: int | None = None, l
     whose history its snapshot leaves out reads it from ``history`` (the stream's
     :class:`~.history_file.HistoryFile`)."""
     with open(snap, "rb") as f:
-        head = f.read(_SNAP_HEAD.size)
-        if len(head) < _SNAP_HEAD.size:
-            raise ValueError(f"{snap}: cut short")
-        magic, position, size, crc = _SNAP_HEAD.unpack_from(head)
-        if magic[:7] == SNAPSHOT_MAGIC[:7] and magic not in _KNOWN:
-            raise ValueError(f"{snap}: a stream snapshot of version {magic[7]}; this daemon reads versions "
-                             f"{', '.join(str(m[7]) for m in _KNOWN[:-1])} and {SNAPSHOT_MAGIC[7]}")
-        if magic not in _KNOWN or size > os.fstat(f.fileno()).st_size - _SNAP_HEAD.size:
-            raise ValueError(f"{snap}: not a seqd stream snapshot, or damaged")
-        stats = f.read(size)
-        if len(stats) < size or zlib.crc32(stats, position) != crc:
-            raise ValueError(f"{snap}: not a seqd stream snapshot, or damaged")
-        code_bits, recent, batches = _read_statistics(magic, stats, snap, recent_length)
-        if magic in (SNAPSHOT_MAGIC_V1, SNAPSHOT_MAGIC_V2):
-            data = f.read()  # (a GLNN's learner, the only model then: it may keep its history elsewhere today)
-            learner = learner_type.from_bytes(data, history) if learner_type is OnlineLearner else \
-                learner_type.from_bytes(data)
-            return position, code_bits, recent, learner, batches
-        try:
-            learner = (SparseReader(f, max_learner_bytes) if magic == SNAPSHOT_MAGIC
-                       else Inflater(f, max_learner_bytes))
-            if learner_type is not OnlineLearner:  # seqd 0.14 on: version 4 only
-                if magic != SNAPSHOT_MAGIC:
-                    raise ValueError(f"version {magic[7]} cannot hold a {learner_type.__name__}")
-                whole = bytearray(learner.size)  # bounded by max_learner_bytes; its arrays are copied out once
-                if learner.read_into(memoryview(whole)) < len(whole) or not learner.finished:
-                    raise ValueError("its learner is cut short, or followed by other bytes")
-                return position, code_bits, recent, learner_type.from_bytes(whole), batches
-            config, state = from_stream(learner.read_into, learner.read, max_learner_bytes, history)
-            if not learner.finished:
+        return _read(f, os.fstat(f.fileno()).st_size, snap, recent_length, max_learner_bytes, learner_type, history)
+
+
+def read_bytes(data: bytes, label: str, recent_length: int, max_learner_bytes: int | None = None,
+               learner_type: type = OnlineLearner) -> tuple[int, float, np.ndarray, object, list]:
+    """:func:`read` of a snapshot held in memory (a cluster's, from its object store), whole: its learner
+    holds its own history.  ``label`` names it in the errors."""
+    return _read(io.BytesIO(data), len(data), label, recent_length, max_learner_bytes, learner_type, None)
+
+
+def _read(f, file_size: int, snap, recent_length: int, max_learner_bytes: int | None, learner_type: type,
+          history) -> tuple[int, float, np.ndarray, object, list]:
+    head = f.read(_SNAP_HEAD.size)
+    if len(head) < _SNAP_HEAD.size:
+        raise ValueError(f"{snap}: cut short")
+    magic, position, size, crc = _SNAP_HEAD.unpack_from(head)
+    if magic[:7] == SNAPSHOT_MAGIC[:7] and magic not in _KNOWN:
+        raise ValueError(f"{snap}: a stream snapshot of version {magic[7]}; this daemon reads versions "
+                         f"{', '.join(str(m[7]) for m in _KNOWN[:-1])} and {SNAPSHOT_MAGIC[7]}")
+    if magic not in _KNOWN or size > file_size - _SNAP_HEAD.size:
+        raise ValueError(f"{snap}: not a seqd stream snapshot, or damaged")
+    stats = f.read(size)
+    if len(stats) < size or zlib.crc32(stats, position) != crc:
+        raise ValueError(f"{snap}: not a seqd stream snapshot, or damaged")
+    code_bits, recent, batches = _read_statistics(magic, stats, snap, recent_length)
+    if magic in (SNAPSHOT_MAGIC_V1, SNAPSHOT_MAGIC_V2):
+        data = f.read()  # (a GLNN's learner, the only model then: it may keep its history elsewhere today)
+        learner = learner_type.from_bytes(data, history) if learner_type is OnlineLearner else \
+            learner_type.from_bytes(data)
+        return position, code_bits, recent, learner, batches
+    try:
+        learner = (SparseReader(f, max_learner_bytes) if magic == SNAPSHOT_MAGIC
+                   else Inflater(f, max_learner_bytes))
+        if learner_type is not OnlineLearner:  # seqd 0.14 on: version 4 only
+            if magic != SNAPSHOT_MAGIC:
+                raise ValueError(f"version {magic[7]} cannot hold a {learner_type.__name__}")
+            whole = bytearray(learner.size)  # bounded by max_learner_bytes; its arrays are copied out once
+            if learner.read_into(memoryview(whole)) < len(whole) or not learner.finished:
                 raise ValueError("its learner is cut short, or followed by other bytes")
-        except zlib.error as exc:
-            raise ValueError(f"{snap}: its learner is damaged ({exc})") from None
-        except ValueError as exc:
-            raise ValueError(f"{snap}: {exc}") from None
+            return position, code_bits, recent, learner_type.from_bytes(whole), batches
+        config, state = from_stream(learner.read_into, learner.read, max_learner_bytes, history)
+        if not learner.finished:
+            raise ValueError("its learner is cut short, or followed by other bytes")
+    except zlib.error as exc:
+        raise ValueError(f"{snap}: its learner is damaged ({exc})") from None
+    except ValueError as exc:
+        raise ValueError(f"{snap}: {exc}") from None
     return position, code_bits, recent, OnlineLearner(config, _state=state), batches
 
 

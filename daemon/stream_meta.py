@@ -48,6 +48,13 @@ def read(directory: Path, max_state_bytes: int | None = None) -> tuple[str, floa
             body = f.read(MAX_BYTES + 1)
     except OSError as exc:
         raise BadStreamFile(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return parse(body, str(path), directory.name, max_state_bytes)
+
+
+def parse(body: bytes, path: str, expected: str | None,
+          max_state_bytes: int | None = None) -> tuple[str, float, object]:
+    """:func:`read` of a stream.json's bytes from elsewhere (a cluster's log or snapshot pointer): ``path``
+    names where they came from in the errors, and ``expected`` is the name they must hold (None: any)."""
     if len(body) > MAX_BYTES:
         raise BadStreamFile(f"{path}: larger than {MAX_BYTES} bytes, not a stream.json of seqd's")
     try:
@@ -59,8 +66,8 @@ def read(directory: Path, max_state_bytes: int | None = None) -> tuple[str, floa
     name = meta.get("name")
     if not isinstance(name, str) or not P.STREAM_NAME.fullmatch(name):
         raise BadStreamFile(f"{path}: its name {_shown(name)} is not a stream name the protocol allows")
-    if name != directory.name:
-        raise BadStreamFile(f"{path}: names stream {name!r}, but its folder is {directory.name!r}")
+    if expected is not None and name != expected:
+        raise BadStreamFile(f"{path}: names stream {name!r}, but its folder is {expected!r}")
     created = meta.get("created")
     if isinstance(created, bool) or not isinstance(created, (int, float)) or not math.isfinite(created):
         raise BadStreamFile(f"{path}: its creation time {_shown(created)} is not a number")

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.learners import learner_for, model_of
+from ..core.learners import learner_for
 from . import lifecycle, repairs, snapshot_file, stream_meta, wal
 from .batch_ids import BatchIds
 from .learner_store import RECENT, RECENT_BYTES, LearnerStore
@@ -43,7 +43,7 @@ from .budget import STREAM_BYTES, MemoryBudget, return_freed_memory
 from .models import chunk_for
 from .lifecycle import State
 from .reports import Hibernated, Learned, NeedsRoom, SnapshotFailed, SnapshotWritten
-from .views import View
+from .views import View, learner_stats
 
 log = logging.getLogger("seqd")
 
@@ -384,22 +384,7 @@ class Stream:
                 self.learner_bytes = now
 
     def _stats(self, position: int) -> dict:
-        s = self.learner.stats
-        recent_n = min(position, RECENT)
-        return {
-            "position": position,
-            "bits_per_symbol": self.code_bits / position if position else None,
-            "recent_bits_per_symbol": float(self._recent[RECENT - recent_n:].sum()) / recent_n if recent_n else None,
-            "code_bits": self.code_bits,
-            "alphabet_size": s["alphabet_size"],
-            "alphabet_cap": self.config.alphabet_cap,
-            "model": model_of(self.config).name,
-            # the GLNN's (a model without them: None)
-            "writing_rate": s.get("writing_rate"),
-            "transition_rate": s.get("transition_rate"),
-            "windows": s.get("windows"),
-            "rejected_windows": s.get("rejected_windows"),
-        }
+        return learner_stats(self.learner, position, self.code_bits, self._recent)
 
     def _write_snapshot(self) -> int:
         """The learner and its statistics, atomically: temporary file, fsync, rename, fsync of the folder.

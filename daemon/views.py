@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.learners import model_of
 from ..core.open_alphabet import OpenAlphabetLearner
+from .learner_store import RECENT
 
 
 @dataclass(frozen=True)
@@ -37,3 +39,24 @@ class View:
     def distribution(self) -> list[float]:
         """Every symbol's probability; the unseen share the escape mass (as a learner's ``predict_proba``)."""
         return OpenAlphabetLearner.spread(self.alphabet_cap, self.symbols, self.probs, self.escape).tolist()
+
+
+def learner_stats(learner, position: int, code_bits: float, recent: np.ndarray) -> dict:
+    """What a stream's stats say of its learner at ``position``, after ``code_bits`` in all and the ``recent``
+    code lengths (the last :data:`RECENT`)."""
+    s = learner.stats
+    recent_n = min(position, RECENT)
+    return {
+        "position": position,
+        "bits_per_symbol": code_bits / position if position else None,
+        "recent_bits_per_symbol": float(recent[RECENT - recent_n:].sum()) / recent_n if recent_n else None,
+        "code_bits": code_bits,
+        "alphabet_size": s["alphabet_size"],
+        "alphabet_cap": learner.config.alphabet_cap,
+        "model": model_of(learner.config).name,
+        # the GLNN's (a model without them: None)
+        "writing_rate": s.get("writing_rate"),
+        "transition_rate": s.get("transition_rate"),
+        "windows": s.get("windows"),
+        "rejected_windows": s.get("rejected_windows"),
+    }

@@ -22,16 +22,10 @@ from __future__ import annotations
 import hashlib
 import re
 
+from ...clients.cluster import partition_of  # the clients route by it too: one definition
+
 LOG_SUBJECTS = "seqd.log"
 MEMBER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a member's id is a key of the key-value store
-
-
-def partition_of(name: str, partitions: int) -> int:
-    """The partition of the stream ``name`` among ``partitions``."""
-    if partitions < 1:
-        raise ValueError(f"partitions must be at least 1, got {partitions}")
-    digest = hashlib.blake2b(name.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") % partitions
 
 
 def score(member: str, partition: int) -> int:
