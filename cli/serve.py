@@ -36,6 +36,18 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--demo", action="store_true",
                    help="also feed a built-in stream ('demo': seed 000's alphabet with insertions) through the "
                         "client library and print the daemon's live predictions and bits per symbol")
+    cluster = p.add_argument_group("cluster (docs/cluster.md; needs pip install 'seqd[cluster]')")
+    cluster.add_argument("--cluster", metavar="URLS",
+                         help="run as a replica of the cluster on these NATS servers (comma-separated nats:// URLs): "
+                              "the streams live in JetStream, requests come over NATS, and --api, --pub and "
+                              "--state-dir do not apply")
+    cluster.add_argument("--member", metavar="ID", help="this replica's id in the cluster (default: host-pid)")
+    cluster.add_argument("--partitions", metavar="N", type=int, default=16,
+                         help="partitions, fixed when the cluster is created (default 16)")
+    cluster.add_argument("--replicas", metavar="N", type=int, default=3,
+                         help="JetStream replicas of the log and the buckets: 1, 3 or 5 (default 3)")
+    cluster.add_argument("--lease-ttl", metavar="SECONDS", type=float, default=15.0,
+                         help="partition leases' and heartbeats' lifetime (default 15; above the engine's fail-over)")
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.add_argument("--log-format", default="text", choices=("text", "json"),
                    help="text lines (default), or one JSON object per line for a log collector: "
@@ -70,6 +82,15 @@ def run(args: argparse.Namespace) -> int:
                      metrics_port=args.metrics_port, workers=args.workers, fsync=args.fsync,
                      repair=args.repair or None)
     config = ServeConfig.load(args.config, overrides=overrides)
+    if args.cluster:
+        from seqd.daemon.cluster.engine import ClusterSettings
+        from seqd.daemon.cluster.replica import serve
+
+        settings = ClusterSettings(args.cluster, partitions=args.partitions, replicas=args.replicas,
+                                   lease_ttl=args.lease_ttl, heartbeat_ttl=args.lease_ttl)
+        print(f"seqd replica joining the cluster at {args.cluster}", file=sys.stderr, flush=True)
+        serve(config, settings, args.member)
+        return 0
     if args.demo:
         from . import serve_demo
         first = serve_demo.first_run()  # before the daemon compiles anything

@@ -54,6 +54,7 @@ class PartitionKeeper:
         self.held: dict[int, Lease] = {}
         self.moves = 0  # partitions gained after the first round
         self.renewals = 0
+        self.live: set[str] = set()  # the members the last round saw
         self._rounds = 0
 
     def lease(self, partition: int) -> Lease | None:
@@ -69,6 +70,7 @@ class PartitionKeeper:
         """One round: heartbeat, hand-offs, renewals, acquisitions."""
         await self.members.beat(self.member, self.info)
         live = set(await self.members.members()) | {self.member}
+        self.live = live
         wanted = {p for p in range(self.partitions) if owner_of(p, live) == self.member}
         for p in sorted(self.held):
             lease = self.held[p]

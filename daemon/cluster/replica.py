@@ -1,0 +1,463 @@
+"""A replica of a seqd cluster: the streams of the partitions it holds leases for, served over NATS.
+
+For each partition p its keeper (:mod:`.keeper`) gives it, the replica
+
+1. loads every stream of p (``on_gain``): the snapshot its pointer names,
+   then the log's records after it, each checked by the chain, learned as
+   the first owner learned them (the same bits);
+2. answers ``seqd.req.<p>`` (``clients/cluster.py``): a publish is appended
+   to the stream's log (fenced by the lease's token, deduplicated by the
+   message id) and acknowledged once JetStream has it, then learned; a
+   batch id the stream has seen, here or from the log, is acknowledged
+   again and not appended;
+3. on a planned hand-off (``on_lose(p, planned=True)``) stops answering,
+   lets the requests in flight finish and the queues drain, snapshots each
+   stream whose log moved since its snapshot, compacts the log below it, and
+   lets the keeper release the lease; on a lost lease it forgets p's
+   streams at once (what it had not snapshotted is in the log).
+
+A request for a partition this replica does not hold, or no longer holds
+by its lease's deadline, is not answered: the owner answers, or nobody does
+for a moment and the client sends it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ... import __version__
+from ...clients import cluster as C
+from ...clients import protocol as P
+from ...clients.protocol import Reply, Request
+from ...core.learners import learner_for, model_of
+from .. import snapshot_file, sparse, stream_meta, wal
+from ..batch_ids import BatchIds
+from ..config import ServeConfig
+from ..learner_store import RECENT, learner_bound
+from ..models import config_dict, make_config
+from ..views import View, learner_stats
+from .engine import ClusterSettings, Engine, connect
+from .keeper import PartitionKeeper
+from .log import Fenced, StreamLog, StreamWriter, Tail
+from .ownership import Lease
+from .placement import name_of, partition_of, subject_of
+from .records import BATCH, CREATE, DROP, Chain, digest
+from .snapshots import Pointer, Snapshots
+
+log = logging.getLogger("seqd")
+
+
+class ClusterStream:
+    """One stream of a held partition: its learner, the writer of its log, the batches accepted and not yet
+    learned, and the view it serves."""
+
+    def __init__(self, name: str, created: float, config, writer: StreamWriter, learner, position: int,
+                 code_bits: float = 0.0, recent: np.ndarray | None = None, batches=(), snapshot_seq: int = 0):
+        self.name, self.created, self.config, self.writer, self.learner = name, created, config, writer, learner
+        self.code_bits = code_bits
+        self.recent = np.zeros(RECENT) if recent is None else recent
+        self.batch_ids = BatchIds(batches)
+        self.snapshot_seq = snapshot_seq  # the log record the latest snapshot stands on (0: none)
+        self.queue: list[np.ndarray] = []
+        self.queued = 0
+        self.lock = asyncio.Lock()  # appends, one at a time and in order
+        self.learned = asyncio.Condition()
+        self.learning: asyncio.Task | None = None
+        self.view = View.of(learner, position, learner_stats(learner, position, code_bits, self.recent))
+
+    @property
+    def accepted(self) -> int:
+        return self.writer.position
+
+    def learn(self, symbols: np.ndarray) -> float:
+        """Learn one batch (on a worker thread) and publish the new view; the batch's code length."""
+        bits = self.learner.learn(symbols)
+        self.code_bits += float(bits.sum())
+        tail = bits[-RECENT:]
+        self.recent = np.concatenate((self.recent[len(tail):], tail))
+        position = self.view.position + len(symbols)
+        self.view = View.of(self.learner, position, learner_stats(self.learner, position, self.code_bits,
+                                                                  self.recent))
+        return float(bits.sum())
+
+    def snapshot_bytes(self) -> bytes:
+        """The learner at its position as ``snapshot_file`` writes it (on a worker thread; nothing queued)."""
+        position = self.view.position
+        head = snapshot_file.head(position, self.code_bits, self.recent, self.batch_ids.upto(position))
+        return b"".join(bytes(p) for p in (head, *sparse.encoded(self.learner.snapshot_parts())))
+
+
+def symbols_of(body: bytes, itemsize: int) -> np.ndarray:
+    return np.frombuffer(body, dtype=np.uint8 if itemsize == 1 else "<u2").copy()
+
+
+@dataclass
+class Held:
+    """A partition this replica serves: the lease it was gained under (renewals are the keeper's), its streams,
+    subscription and requests in flight."""
+
+    lease: Lease
+    streams: dict[str, ClusterStream] = field(default_factory=dict)
+    subscription: object = None
+    inflight: set = field(default_factory=set)
+
+
+class Replica:
+    """One replica: :meth:`run` until the stop event is set, then a planned departure."""
+
+    def __init__(self, config: ServeConfig, settings: ClusterSettings, member: str | None = None):
+        self.config, self.settings = config, settings
+        self.member = member or f"{socket.gethostname().split('.')[0]}-{os.getpid()}"
+        self.limits = P.Limits(max_message_bytes=config.max_message_bytes, max_batch_symbols=config.max_batch_symbols)
+        self.pool = ThreadPoolExecutor(max_workers=config.worker_count, thread_name_prefix="seqd-worker")
+        self.held: dict[int, Held] = {}
+        self.started = time.time()
+        self.engine: Engine | None = None
+        self.keeper: PartitionKeeper | None = None
+        self.stalls: list[float] = []  # seconds each partition gained after the first round took to load
+        self.appends: list[float] = []  # seconds of the recent log appends
+
+    # -- running ---------------------------------------------------------------------------------
+    async def run(self, stop: asyncio.Event) -> None:
+        self.engine = await connect(self.settings, name=f"seqd-{self.member}")
+        self.log, self.snapshots = StreamLog(self.engine), Snapshots(self.engine)
+        nc = self.engine.nc
+        self.keeper = PartitionKeeper(self.engine, self.member, {"version": __version__},
+                                      on_gain=self.gain, on_lose=self.lose)
+        control = [await nc.subscribe(C.ANY, queue=C.QUEUE_GROUP, cb=self._on_control),
+                   await nc.subscribe(C.STATS, cb=self._on_control),
+                   await nc.subscribe(C.KICK, cb=self._kick)]
+        self._wake = asyncio.Event()
+        log.info("replica %s joining the cluster at %s (%d partitions)", self.member,
+                 ", ".join(self.settings.servers), self.settings.partitions)
+        keeping = asyncio.create_task(self._keep(stop))
+        await stop.wait()
+        await keeping
+        await self.keeper.leave()
+        await nc.publish(C.KICK, b"")
+        for sub in control:
+            await sub.unsubscribe()
+        await self.engine.close()
+        self.pool.shutdown()
+        log.info("replica %s left the cluster", self.member)
+
+    async def _kick(self, _msg) -> None:
+        self._wake.set()
+
+    async def _keep(self, stop: asyncio.Event) -> None:
+        """The keeper's rounds, every ``lease_ttl / 4`` seconds and whenever another replica releases a
+        partition (``seqd.ctl.kick``): a planned move waits for no timer."""
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                await self.keeper.step()
+            except Exception as exc:
+                log.warning("replica %s: a round of the partition keeper failed: %s: %s", self.member,
+                            type(exc).__name__, exc)
+                for p in [p for p, lease in self.keeper.held.items() if not lease.held()]:
+                    await self.keeper._lose(p, False)
+            self._wake.clear()
+            wait = max(0.0, self.keeper.interval - (time.monotonic() - started))
+            waiters = [asyncio.create_task(stop.wait()), asyncio.create_task(self._wake.wait())]
+            await asyncio.wait(waiters, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            for w in waiters:
+                w.cancel()
+
+    # -- partitions moving -------------------------------------------------------------------------
+    async def gain(self, partition: int, lease: Lease) -> None:
+        t0 = time.monotonic()
+        held = Held(lease)
+        for subject in await self.log.subjects(partition):
+            name = name_of(subject)
+            stream = await self._load(name, subject, lease)
+            if stream is not None:
+                held.streams[name] = stream
+        self.held[partition] = held
+        async def on_message(msg):  # each request in a task of its own: one waiting for the log holds up no other
+            asyncio.create_task(self._on_request(partition, msg))
+
+        held.subscription = await self.engine.nc.subscribe(C.request_subject(partition), cb=on_message)
+        seconds = time.monotonic() - t0
+        self.stalls.append(seconds)
+        log.info("replica %s serves partition %d: %d stream(s) loaded in %.2f s", self.member, partition,
+                 len(held.streams), seconds)
+
+    async def _load(self, name: str, subject: str, lease: Lease) -> ClusterStream | None:
+        """A stream from its snapshot and log (the same bits as its last owner's), or None if it was dropped
+        (its remains are removed)."""
+        loop = asyncio.get_running_loop()
+        pointer = await self.snapshots.latest(name)
+        learner, created, config, position, code_bits, recent, batches = None, 0.0, None, 0, 0.0, None, []
+        if pointer is not None:
+            created_name, created, config = stream_meta.parse(pointer.meta, f"the snapshot pointer of {name}", name,
+                                                              self.config.max_state_bytes)
+            data = await self.snapshots.read(name, pointer)
+            position, code_bits, recent, learner, batches = await loop.run_in_executor(
+                self.pool, lambda: snapshot_file.read_bytes(data, f"snapshot {name}/{pointer.seq}", RECENT,
+                                                            learner_bound(config), model_of(config).learner))
+            if learner.config != config or position != pointer.position:
+                raise ValueError(f"the snapshot of {name} does not match its pointer")
+            chain, after, tail = Chain(start=pointer.chain_start), pointer.seq, Tail(pointer.seq, pointer.digest,
+                                                                                     pointer.position)
+        else:
+            chain, after, tail = Chain(), 0, None
+        batch_ids = list(batches)
+        async for seq, record in self.log.records(subject, after, chain):
+            if record.kind == CREATE:
+                _, created, config = stream_meta.parse(record.body, f"the log of {name}", name,
+                                                       self.config.max_state_bytes)
+                learner = learner_for(config)
+            elif record.kind == BATCH:
+                symbols = symbols_of(record.body, record.itemsize)
+                bits = await loop.run_in_executor(self.pool, learner.learn, symbols)
+                code_bits += float(bits.sum())
+                recent = np.concatenate((np.zeros(RECENT) if recent is None else recent, bits))[-RECENT:]
+                if record.batch_id:
+                    batch_ids.append((record.batch_id, record.position, record.end))
+            elif record.kind == DROP:
+                await self._remove(name, subject)
+                return None
+            tail = Tail(seq, digest(record.encode()), record.end)
+        if learner is None:
+            return None
+        writer = StreamWriter(self.log, name, subject, tail, lease.token)
+        return ClusterStream(name, created, config, writer, learner, learner.stats["symbols"], code_bits, recent,
+                             batch_ids, snapshot_seq=pointer.seq if pointer is not None else 0)
+
+    async def _remove(self, name: str, subject: str) -> None:
+        await self.snapshots.forget(name)
+        await self.engine.js.purge_stream("SEQD_LOG", subject=subject)
+
+    async def lose(self, partition: int, planned: bool) -> None:
+        held = self.held.pop(partition, None)
+        if held is None:
+            return
+        if held.subscription is not None:
+            try:
+                await held.subscription.unsubscribe()
+            except Exception:
+                pass
+        if held.inflight:
+            await asyncio.wait(list(held.inflight), timeout=self.settings.request_timeout)
+        if planned:  # (the keeper hands off only a partition whose lease holds)
+            for stream in held.streams.values():
+                try:
+                    await self._snapshot(stream)
+                except Exception as exc:  # the log holds it all: the next owner replays further
+                    log.warning("stream %s: not snapshotted at hand-off: %s: %s", stream.name,
+                                type(exc).__name__, exc)
+        log.info("replica %s %s partition %d", self.member, "handed off" if planned else "lost", partition)
+
+    async def _snapshot(self, stream: ClusterStream) -> int:
+        """Drain, then snapshot the stream if its log moved since its last one, and compact the log below."""
+        async with stream.lock:
+            await self._drained(stream)
+            tail = stream.writer.tail
+            if tail is None or tail.seq == stream.snapshot_seq:
+                return stream.view.position
+            data = await asyncio.get_running_loop().run_in_executor(self.pool, stream.snapshot_bytes)
+        meta = stream_meta.encode(stream.name, stream.created, stream.config)
+        pointer = Pointer(tail.seq, tail.digest, tail.position, meta, len(data))
+        if await self.snapshots.put(stream.name, pointer, data):
+            await self.log.compact(stream.writer.subject, tail.seq)
+        stream.snapshot_seq = tail.seq
+        return tail.position
+
+    async def _drained(self, stream: ClusterStream) -> None:
+        async with stream.learned:
+            await stream.learned.wait_for(lambda: stream.view.position == stream.accepted)
+
+    # -- requests ----------------------------------------------------------------------------------
+    async def _on_request(self, partition: int, msg) -> None:
+        held = self.held.get(partition)
+        if held is None or self.keeper.lease(partition) is None:
+            return  # not ours (any more): the owner answers, or the client sends again
+        task = asyncio.current_task()
+        held.inflight.add(task)
+        try:
+            try:
+                req = P.decode_request(msg.data, self.limits)
+                reply = await self._handle(partition, held, req)
+            except P.ProtocolError as exc:
+                reply = Reply.failure(P.request_id(msg.data), exc.code, exc.message, exc.retry_after_ms)
+            except Fenced:
+                log.warning("replica %s: partition %d was written by another replica: letting it go", self.member,
+                            partition)
+                await self.keeper._lose(partition, False)
+                return
+            except Exception as exc:
+                log.exception("replica %s: a request failed", self.member)
+                reply = Reply.failure(P.request_id(msg.data), P.INTERNAL, f"{type(exc).__name__}: {exc}")
+            if msg.reply:
+                await msg.respond(P.encode_reply(reply))
+        finally:
+            held.inflight.discard(task)
+
+    async def _handle(self, partition: int, held: Held, req: Request) -> Reply:
+        if req.stream is None or partition_of(req.stream, self.settings.partitions) != partition:
+            raise P.ProtocolError(P.BAD_REQUEST, "this subject serves the streams of its own partition only")
+        if req.op == "create" or (req.op == "publish" and req.create and req.stream not in held.streams):
+            reply = await self._create(held, req)
+            if req.op == "create" or not reply.ok:
+                return reply
+        stream = held.streams.get(req.stream)
+        if stream is None:
+            raise P.ProtocolError(P.NO_SUCH_STREAM, f"no stream named {req.stream!r}")
+        if req.op == "publish":
+            return await self._publish(stream, req)
+        if req.op == "predict":
+            if stream.view.position < req.min_position:
+                try:
+                    async with stream.learned:
+                        await asyncio.wait_for(stream.learned.wait_for(
+                            lambda: stream.view.position >= req.min_position), req.wait_ms / 1000)
+                except asyncio.TimeoutError:
+                    return Reply.failure(req.id, P.TIMEOUT, f"stream {stream.name!r} has learned "
+                                         f"{stream.view.position} symbols, fewer than {req.min_position}")
+            view = stream.view
+            result = dict(stream=stream.name, position=view.position, top=view.top(req.top or len(view.symbols)),
+                          escape=view.escape, alphabet_size=len(view.symbols))
+            if req.top == 0:
+                result["distribution"] = view.distribution()
+            return Reply.success(req.id, **result)
+        if req.op == "stats":
+            return Reply.success(req.id, **self._stream_stats(stream, partition))
+        if req.op == "snapshot":
+            return Reply.success(req.id, stream=stream.name, position=await self._snapshot(stream))
+        if req.op == "drop":
+            async with stream.lock:
+                await stream.writer.drop()
+                del held.streams[stream.name]
+            await self._remove(stream.name, stream.writer.subject)
+            return Reply.success(req.id, stream=stream.name, dropped=True)
+        raise P.ProtocolError(P.UNKNOWN_OP, f"unknown operation {req.op!r}")
+
+    async def _create(self, held: Held, req: Request) -> Reply:
+        try:
+            config = make_config(req.preset, req.config)
+        except ValueError as exc:
+            return Reply.failure(req.id, P.BAD_CONFIG, str(exc))
+        existing = held.streams.get(req.stream)
+        if existing is not None:
+            if req.exist_ok and (req.config is None and req.preset is None or existing.config == config):
+                return Reply.success(req.id, stream=req.stream, created=False, config=config_dict(existing.config))
+            return Reply.failure(req.id, P.STREAM_EXISTS, f"stream {req.stream!r} exists")
+        if sum(len(h.streams) for h in self.held.values()) >= self.config.max_streams:
+            return Reply.failure(req.id, P.LIMIT, f"this replica holds at most {self.config.max_streams} streams")
+        created = time.time()
+        writer = StreamWriter(self.log, req.stream, subject_of(req.stream, self.settings.partitions), None,
+                              held.lease.token)
+        learner = await asyncio.get_running_loop().run_in_executor(self.pool, learner_for, config)
+        if req.stream in held.streams:  # created meanwhile by a request that overtook this one
+            return await self._create(held, req)
+        held.streams[req.stream] = stream = ClusterStream(req.stream, created, config, writer, learner, 0)
+        async with stream.lock:
+            try:
+                await writer.create(stream_meta.encode(req.stream, created, config))
+            except BaseException:
+                held.streams.pop(req.stream, None)
+                raise
+        log.info("stream %s created", req.stream)
+        return Reply.success(req.id, stream=req.stream, created=True, config=config_dict(config))
+
+    async def _publish(self, stream: ClusterStream, req: Request) -> Reply:
+        symbols = (np.frombuffer(req.symbols, dtype=np.uint8) if isinstance(req.symbols, bytes)
+                   else np.asarray(req.symbols, dtype=np.int64))
+        cap = stream.config.alphabet_cap
+        if int(symbols.max()) >= cap:
+            return Reply.failure(req.id, P.BAD_SYMBOL, f"symbol {int(symbols.max())} is outside stream "
+                                 f"{stream.name!r}'s alphabet [0, {cap})")
+        if stream.queued + len(symbols) > self.config.max_queue_symbols:
+            return Reply.failure(req.id, P.BUSY, f"stream {stream.name!r} has {stream.queued} symbols waiting to "
+                                 "be learned; retry later", retry_after_ms=100)
+        async with stream.lock:
+            if req.batch is not None and (seen := stream.batch_ids.get(req.batch)) is not None:
+                return Reply.success(req.id, stream=stream.name, position=seen[1], queued=stream.queued, again=True)
+            if req.position is not None and req.position != stream.accepted:
+                return Reply.failure(req.id, P.CONFLICT, f"stream {stream.name!r} holds {stream.accepted} symbols, "
+                                     f"not {req.position}")
+            itemsize = wal.itemsize_for(cap)
+            body = symbols.astype(np.uint8 if itemsize == 1 else "<u2").tobytes()
+            start = stream.accepted
+            t0 = time.perf_counter()
+            await stream.writer.batch(body, len(symbols), itemsize, req.batch or b"")
+            self.appends = (self.appends + [time.perf_counter() - t0])[-1024:]
+            if req.batch is not None:
+                stream.batch_ids.add(req.batch, start, stream.accepted)
+            stream.queue.append(symbols_of(body, itemsize))
+            stream.queued += len(symbols)
+            if stream.learning is None or stream.learning.done():
+                stream.learning = asyncio.create_task(self._learn(stream))
+            return Reply.success(req.id, stream=stream.name, position=stream.accepted, queued=stream.queued)
+
+    async def _learn(self, stream: ClusterStream) -> None:
+        loop = asyncio.get_running_loop()
+        while stream.queue:
+            symbols = stream.queue.pop(0)
+            bits = await loop.run_in_executor(self.pool, stream.learn, symbols)
+            stream.queued -= len(symbols)
+            view = stream.view
+            event = P.Event(stream.name, view.position, len(symbols), bits,
+                            tuple((int(s), float(p)) for s, p in view.top(5)), view.escape)
+            try:
+                await self.engine.nc.publish(C.event_subject(stream.name), C.encode_event(event))
+            except Exception:
+                pass  # an event is a courtesy: the stream's state is the log and the learner
+            async with stream.learned:
+                stream.learned.notify_all()
+
+    async def _on_control(self, msg) -> None:
+        try:
+            req = P.decode_request(msg.data, self.limits)
+            if req.op == "ping":
+                reply = Reply.success(req.id, server="seqd", version=__version__, protocol=P.PROTOCOL_VERSION,
+                                      member=self.member, partitions=self.settings.partitions)
+            elif req.op == "stats" and req.stream is None:
+                reply = Reply.success(req.id, **self.server_stats())
+            else:
+                return
+        except P.ProtocolError as exc:
+            reply = Reply.failure(P.request_id(msg.data), exc.code, exc.message)
+        if msg.reply:
+            await msg.respond(P.encode_reply(reply))
+
+    def _stream_stats(self, stream: ClusterStream, partition: int) -> dict:
+        view = stream.view
+        return dict(view.stats, stream=stream.name, accepted=stream.accepted, queued=stream.queued,
+                    config=config_dict(stream.config), created=stream.created, resident=True, state="live",
+                    broken=None, partition=partition, member=self.member,
+                    uptime_seconds=time.time() - self.started)
+
+    def server_stats(self) -> dict:
+        streams = [s for h in self.held.values() for s in h.streams.values()]
+        return dict(server="seqd", version=__version__, uptime_seconds=time.time() - self.started,
+                    streams=sorted(s.name for s in streams), queued=sum(s.queued for s in streams),
+                    symbols_learned=sum(s.view.position for s in streams), unavailable={},
+                    member=self.member, partitions=sorted(self.held),
+                    members=len(self.keeper.live) if self.keeper is not None else 0,
+                    moves=self.keeper.moves if self.keeper is not None else 0)
+
+
+def serve(config: ServeConfig, settings: ClusterSettings, member: str | None = None) -> None:
+    """Run a replica until SIGTERM or SIGINT, then hand its partitions over and exit."""
+    import faulthandler
+    import signal
+
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1` prints every thread's stack: what a stuck replica does
+
+    async def main():
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await Replica(config, settings, member).run(stop)
+
+    asyncio.run(main())
