@@ -104,7 +104,13 @@ class AsyncSubscription:
         return self
 
     async def __aexit__(self, *exc) -> None:
-        self.close()
+        if self.cluster:  # a cluster's subscriptions and connection are drained before the loop may end
+            for sub in self._subscriptions:
+                await sub.aclose()
+            self._subscriptions.clear()
+            await self._transport.aclose()
+        else:
+            self.close()
 
 
 class AsyncClient(ClientBase):

@@ -2,7 +2,8 @@
 NATS servers, reached by the cluster client (``Client("nats://…")``): streams created and fed, a replica
 stopped by SIGTERM (a planned hand-off) and one killed with SIGKILL (its leases lapse), and afterwards every
 stream holds exactly the acknowledged batches and predicts, bit for bit, what a learner in this process fed
-the same batches predicts.
+the same batches predicts; a subscription hears a stream's events after it moved, and the asyncio client
+reads what the blocking one does.
 
 The fault test the cluster must pass in full (three NATS nodes, three replicas, SIGSTOP past a lease, the
 log's leader killed) is issue work still open (``docs/cluster.md``, "Status").
@@ -10,6 +11,7 @@ log's leader killed) is issue work still open (``docs/cluster.md``, "Status").
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import subprocess
 import sys
@@ -22,7 +24,7 @@ pytest.importorskip("nats", reason="the cluster extra is not installed: pip inst
 
 from natsd import NatsCluster, server_binary  # noqa: E402
 
-from seqd.clients import Client  # noqa: E402
+from seqd.clients import AsyncClient, Client  # noqa: E402
 from seqd.core.learners import learner_for  # noqa: E402
 from seqd.daemon.models import make_config  # noqa: E402
 
@@ -79,7 +81,10 @@ def test_streams_survive_a_hand_off_and_a_kill_bit_for_bit(tmp_path):
             feed(3, "after the hand-off")
             procs["r1"].kill()  # its leases lapse; r2 takes its partitions over from their logs
             procs["r1"].wait(10)
-            feed(3, "after the kill")
+            with client.subscribe(names[0]) as events:  # from one subscription, wherever the stream lives
+                feed(3, "after the kill")
+                event = events.recv(timeout=10)
+            assert event is not None and event.stream == names[0] and event.position > 0
             replicas = client.stats().raw["replicas"]
             assert [r["member"] for r in replicas] == ["r2"] and len(replicas[0]["partitions"]) == 8
 
@@ -94,6 +99,12 @@ def test_streams_survive_a_hand_off_and_a_kill_bit_for_bit(tmp_path):
                     learner.learn(np.frombuffer(batch, dtype=np.uint8))
                 assert got.position == len(data)
                 assert np.array_equal(np.asarray(got.distribution), learner.predict_proba())
+
+            async def from_asyncio():
+                async with AsyncClient(url, timeout=5) as aclient:
+                    return await aclient.predict(names[1], full=True)
+
+            assert asyncio.run(from_asyncio()) == client.predict(names[1], full=True)
     finally:
         for p in procs.values():
             if p.poll() is None:
