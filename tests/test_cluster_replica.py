@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
 import numpy as np
 import pytest
@@ -35,11 +37,17 @@ TTL = 2.0
 STREAMS = 12
 
 
-def replica(url: str, member: str, log_dir) -> subprocess.Popen:
+def replica(url: str, member: str, log_dir, metrics_port: int = 0) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "seqd", "serve", "--cluster", url, "--member", member, "--replicas", "1",
-         "--partitions", "8", "--lease-ttl", str(TTL), "--metrics-port", "0", "--workers", "1"],
+         "--partitions", "8", "--lease-ttl", str(TTL), "--metrics-port", str(metrics_port), "--workers", "1"],
         stdout=open(log_dir / f"{member}.log", "w"), stderr=subprocess.STDOUT)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def wait_for(predicate, timeout: float, what: str):
@@ -57,7 +65,8 @@ def test_streams_survive_a_hand_off_and_a_kill_bit_for_bit(tmp_path):
     procs = {}
     try:
         url = nats.urls[0]
-        procs = {m: replica(url, m, tmp_path) for m in ("r0", "r1", "r2")}
+        port = free_port()
+        procs = {m: replica(url, m, tmp_path, port if m == "r2" else 0) for m in ("r0", "r1", "r2")}
         with Client(url, timeout=5) as client:
             wait_for(lambda: len(client.stats().raw["replicas"]) == 3
                      and all(r["partitions"] for r in client.stats().raw["replicas"]), 90,
@@ -87,6 +96,12 @@ def test_streams_survive_a_hand_off_and_a_kill_bit_for_bit(tmp_path):
             assert event is not None and event.stream == names[0] and event.position > 0
             replicas = client.stats().raw["replicas"]
             assert [r["member"] for r in replicas] == ["r2"] and len(replicas[0]["partitions"]) == 8
+            metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+            assert "seqd_cluster_partitions_owned 8.0" in metrics and "seqd_cluster_moves_total" in metrics
+            assert "seqd_cluster_log_append_seconds_count" in metrics
+            ready = wait_for(lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5).status
+                             == 200, 10, "r2 ready")
+            assert ready
 
             config = make_config("ctw", None)
             for name in names:

@@ -55,6 +55,7 @@ class PartitionKeeper:
         self.moves = 0  # partitions gained after the first round
         self.renewals = 0
         self.live: set[str] = set()  # the members the last round saw
+        self.wanted: set[int] = set()  # the partitions placement gave this replica among them
         self._rounds = 0
 
     def lease(self, partition: int) -> Lease | None:
@@ -72,6 +73,7 @@ class PartitionKeeper:
         live = set(await self.members.members()) | {self.member}
         self.live = live
         wanted = {p for p in range(self.partitions) if owner_of(p, live) == self.member}
+        self.wanted = wanted
         for p in sorted(self.held):
             lease = self.held[p]
             if not lease.held():  # paused past the deadline: already not ours to serve

@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
+from prometheus_client import CollectorRegistry
 
 from ... import __version__
 from ...clients import cluster as C
@@ -46,6 +47,7 @@ from ..models import config_dict, make_config
 from ..views import View, learner_stats
 from .engine import ClusterSettings, Engine, connect
 from .keeper import PartitionKeeper
+from .telemetry import ReplicaTelemetry
 from .log import Fenced, StreamLog, StreamWriter, Tail
 from .ownership import Lease
 from .placement import name_of, partition_of, subject_of
@@ -122,8 +124,8 @@ class Replica:
         self.started = time.time()
         self.engine: Engine | None = None
         self.keeper: PartitionKeeper | None = None
-        self.stalls: list[float] = []  # seconds each partition gained after the first round took to load
-        self.appends: list[float] = []  # seconds of the recent log appends
+        self.registry = CollectorRegistry()
+        self.telemetry = ReplicaTelemetry(self.registry, self)
 
     # -- running ---------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
@@ -138,16 +140,32 @@ class Replica:
         self._wake = asyncio.Event()
         log.info("replica %s joining the cluster at %s (%d partitions)", self.member,
                  ", ".join(self.settings.servers), self.settings.partitions)
+        metrics = None
+        if self.config.metrics_port:
+            from ..metrics import start_metrics_server
+            metrics, _ = start_metrics_server(self.registry, self.config.metrics_host, self.config.metrics_port,
+                                              self.telemetry)
         keeping = asyncio.create_task(self._keep(stop))
+        ticking = asyncio.create_task(self._tick())
         await stop.wait()
+        ticking.cancel()
+        self.telemetry.state = "leaving"
         await keeping
         await self.keeper.leave()
+        if metrics is not None:
+            metrics.shutdown()
         await nc.publish(C.KICK, b"")
         for sub in control:
             await sub.unsubscribe()
         await self.engine.close()
         self.pool.shutdown()
         log.info("replica %s left the cluster", self.member)
+
+    async def _tick(self) -> None:
+        """The event loop's turns, for ``/healthz``."""
+        while True:
+            self.telemetry.turned = time.monotonic()
+            await asyncio.sleep(1.0)
 
     async def _kick(self, _msg) -> None:
         self._wake.set()
@@ -165,6 +183,8 @@ class Replica:
                 for p in [p for p, lease in self.keeper.held.items() if not lease.held()]:
                     await self.keeper._lose(p, False)
             self._wake.clear()
+            if self.telemetry.state == "joining":
+                self.telemetry.state = "serving"
             wait = max(0.0, self.keeper.interval - (time.monotonic() - started))
             waiters = [asyncio.create_task(stop.wait()), asyncio.create_task(self._wake.wait())]
             await asyncio.wait(waiters, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
@@ -186,7 +206,7 @@ class Replica:
 
         held.subscription = await self.engine.nc.subscribe(C.request_subject(partition), cb=on_message)
         seconds = time.monotonic() - t0
-        self.stalls.append(seconds)
+        self.telemetry.stall.observe(seconds)
         log.info("replica %s serves partition %d: %d stream(s) loaded in %.2f s", self.member, partition,
                  len(held.streams), seconds)
 
@@ -389,7 +409,7 @@ class Replica:
             start = stream.accepted
             t0 = time.perf_counter()
             await stream.writer.batch(body, len(symbols), itemsize, req.batch or b"")
-            self.appends = (self.appends + [time.perf_counter() - t0])[-1024:]
+            self.telemetry.append.observe(time.perf_counter() - t0)
             if req.batch is not None:
                 stream.batch_ids.add(req.batch, start, stream.accepted)
             stream.queue.append(symbols_of(body, itemsize))

@@ -1,0 +1,78 @@
+"""A replica's telemetry: Prometheus series of its partitions and moves, and ``/readyz`` (``docs/cluster.md``).
+
+| series | what |
+|---|---|
+| ``seqd_cluster_partitions_owned`` | partitions this replica serves now |
+| ``seqd_cluster_partitions_wanted`` | partitions rendezvous hashing gives it among the live members |
+| ``seqd_cluster_members`` | live members the last round saw |
+| ``seqd_cluster_streams`` | streams of the partitions it serves |
+| ``seqd_cluster_moves_total`` | partitions gained after its first round |
+| ``seqd_cluster_lease_renewals_total`` | leases renewed |
+| ``seqd_cluster_move_stall_seconds`` | each gained partition's load (snapshots read, logs replayed) |
+| ``seqd_cluster_log_append_seconds`` | each publish's append to the JetStream log, acknowledgement included |
+
+``/readyz`` is true once the replica serves every partition it should
+(``wanted`` ⊆ ``owned``), and false while it holds no lease it needs, or
+while it is joining or leaving; ``/healthz`` is true while its event loop turns.
+"""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+STALL_SECONDS = 10.0  # an event loop that has not turned for this long is stuck
+
+
+class ReplicaTelemetry:
+    """The series above, read from the replica when scraped; the histograms observed as things happen."""
+
+    def __init__(self, registry: CollectorRegistry, replica):
+        self.replica = replica
+        self.stall = Histogram("seqd_cluster_move_stall_seconds", "Seconds a gained partition took to load",
+                               buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30), registry=registry)
+        self.append = Histogram("seqd_cluster_log_append_seconds", "Seconds a publish's log append took",
+                                buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5),
+                                registry=registry)
+        registry.register(self)
+        self.turned = time.monotonic()
+        self.state = "joining"
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        r, keeper = self.replica, self.replica.keeper
+        yield GaugeMetricFamily("seqd_cluster_partitions_owned", "Partitions this replica serves",
+                                value=len(r.held))
+        yield GaugeMetricFamily("seqd_cluster_partitions_wanted", "Partitions placement gives this replica",
+                                value=len(keeper.wanted) if keeper else 0)
+        yield GaugeMetricFamily("seqd_cluster_members", "Live members seen by the last round",
+                                value=len(keeper.live) if keeper else 0)
+        yield GaugeMetricFamily("seqd_cluster_streams", "Streams of the partitions served",
+                                value=sum(len(h.streams) for h in list(r.held.values())))
+        yield CounterMetricFamily("seqd_cluster_moves", "Partitions gained after the first round",
+                                  value=keeper.moves if keeper else 0)
+        yield CounterMetricFamily("seqd_cluster_lease_renewals", "Leases renewed",
+                                  value=keeper.renewals if keeper else 0)
+
+    # the probes (daemon/metrics.py's start_metrics_server asks these two)
+    def live(self) -> tuple[bool, str]:
+        stalled = time.monotonic() - self.turned
+        if stalled > STALL_SECONDS:
+            return False, f"stuck: the event loop has not turned for {stalled:.1f} s\n"
+        return True, "ok\n"
+
+    def ready(self) -> tuple[bool, str]:
+        alive, why = self.live()
+        if not alive:
+            return False, why
+        if self.state != "serving":
+            return False, f"{self.state}\n"
+        keeper = self.replica.keeper
+        missing = sorted(set(keeper.wanted) - set(self.replica.held)) if keeper else []
+        if missing:
+            return False, f"not serving partition(s) {', '.join(map(str, missing))} placement gives it\n"
+        return True, "ok\n"
