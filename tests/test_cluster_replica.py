@@ -38,10 +38,28 @@ STREAMS = 12
 
 
 def replica(url: str, member: str, log_dir, metrics_port: int = 0) -> subprocess.Popen:
+    config = log_dir / "seqd.toml"  # snapshots every 200 symbols: a take-over reads one, then replays the rest
+    config.write_text("[durability]\nsnapshot_interval_symbols = 200\n")
     return subprocess.Popen(
-        [sys.executable, "-m", "seqd", "serve", "--cluster", url, "--member", member, "--replicas", "1",
+        [sys.executable, "-m", "seqd", "serve", "--config", str(config), "--cluster", url, "--member", member,
+         "--replicas", "1",
          "--partitions", "8", "--lease-ttl", str(TTL), "--metrics-port", str(metrics_port), "--workers", "1"],
         stdout=open(log_dir / f"{member}.log", "w"), stderr=subprocess.STDOUT)
+
+
+def pointers(url: str) -> list[str]:
+    """The streams with a snapshot pointer."""
+    import nats
+
+    async def keys():
+        nc = await nats.connect(url)
+        try:
+            kv = await nc.jetstream().key_value("seqd-pointers")
+            return await kv.keys()
+        finally:
+            await nc.close()
+
+    return asyncio.run(keys())
 
 
 def free_port() -> int:
@@ -88,6 +106,9 @@ def test_streams_survive_a_hand_off_and_a_kill_bit_for_bit(tmp_path):
             procs["r0"].send_signal(signal.SIGTERM)  # planned: it hands its partitions over
             assert procs["r0"].wait(30) == 0
             feed(3, "after the hand-off")
+            # every stream snapshotted, at the hand-off or once it has 200 symbols since its last: the take-over
+            # below reads snapshots and replays what came after
+            wait_for(lambda: len(pointers(url)) == STREAMS, 10, "every stream snapshotted")
             procs["r1"].kill()  # its leases lapse; r2 takes its partitions over from their logs
             procs["r1"].wait(10)
             with client.subscribe(names[0]) as events:  # from one subscription, wherever the stream lives

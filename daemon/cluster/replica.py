@@ -68,6 +68,8 @@ class ClusterStream:
         self.recent = np.zeros(RECENT) if recent is None else recent
         self.batch_ids = BatchIds(batches)
         self.snapshot_seq = snapshot_seq  # the log record the latest snapshot stands on (0: none)
+        self.snapshot_position = position if snapshot_seq else 0
+        self.snapshot_time = time.monotonic()
         self.queue: list[np.ndarray] = []
         self.queued = 0
         self.lock = asyncio.Lock()  # appends, one at a time and in order
@@ -162,9 +164,23 @@ class Replica:
         log.info("replica %s left the cluster", self.member)
 
     async def _tick(self) -> None:
-        """The event loop's turns, for ``/healthz``."""
+        """Every second: the event loop's turn, for ``/healthz``, and the snapshots due (``[durability]``'s
+        ``snapshot_interval_symbols`` learned since a stream's last, or ``snapshot_interval_seconds`` passed
+        with its log moved), which bound what a take-over after a crash replays."""
         while True:
-            self.telemetry.turned = time.monotonic()
+            now = self.telemetry.turned = time.monotonic()
+            for held in list(self.held.values()):
+                for stream in list(held.streams.values()):
+                    tail = stream.writer.tail
+                    if tail is None or tail.seq == stream.snapshot_seq or stream.lock.locked():
+                        continue
+                    if (stream.accepted - stream.snapshot_position >= self.config.snapshot_interval_symbols
+                            or now - stream.snapshot_time >= self.config.snapshot_interval_seconds):
+                        try:
+                            await self._snapshot(stream)
+                        except Exception as exc:  # the log holds everything: tried again at the next interval
+                            stream.snapshot_time = now
+                            log.warning("stream %s: snapshot failed: %s: %s", stream.name, type(exc).__name__, exc)
             await asyncio.sleep(1.0)
 
     async def _kick(self, _msg) -> None:
@@ -288,7 +304,7 @@ class Replica:
         pointer = Pointer(tail.seq, tail.digest, tail.position, meta, len(data))
         if await self.snapshots.put(stream.name, pointer, data):
             await self.log.compact(stream.writer.subject, tail.seq)
-        stream.snapshot_seq = tail.seq
+        stream.snapshot_seq, stream.snapshot_position, stream.snapshot_time = tail.seq, tail.position, time.monotonic()
         return tail.position
 
     async def _drained(self, stream: ClusterStream) -> None:
