@@ -38,15 +38,16 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "client library and print the daemon's live predictions and bits per symbol")
     cluster = p.add_argument_group("cluster (docs/cluster.md; needs pip install 'seqd[cluster]')")
     cluster.add_argument("--cluster", metavar="URLS",
-                         help="run as a replica of the cluster on these NATS servers (comma-separated nats:// URLs): "
+                         help="run as a replica of the cluster on these NATS servers (comma-separated nats:// URLs; or "
+                              "[cluster] servers in the file): "
                               "the streams live in JetStream, requests come over NATS, and --api, --pub and "
                               "--state-dir do not apply")
     cluster.add_argument("--member", metavar="ID", help="this replica's id in the cluster (default: host-pid)")
-    cluster.add_argument("--partitions", metavar="N", type=int, default=16,
+    cluster.add_argument("--partitions", metavar="N", type=int,
                          help="partitions, fixed when the cluster is created (default 16)")
-    cluster.add_argument("--replicas", metavar="N", type=int, default=3,
+    cluster.add_argument("--replicas", metavar="N", type=int,
                          help="JetStream replicas of the log and the buckets: 1, 3 or 5 (default 3)")
-    cluster.add_argument("--lease-ttl", metavar="SECONDS", type=float, default=15.0,
+    cluster.add_argument("--lease-ttl", metavar="SECONDS", type=float,
                          help="partition leases' and heartbeats' lifetime (default 15; above the engine's fail-over)")
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.add_argument("--log-format", default="text", choices=("text", "json"),
@@ -80,16 +81,16 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), handlers=[handler])
     overrides = dict(state_dir=args.state_dir, api=args.api, pub=args.pub, metrics_host=args.metrics_host,
                      metrics_port=args.metrics_port, workers=args.workers, fsync=args.fsync,
-                     repair=args.repair or None)
+                     repair=args.repair or None, cluster_servers=args.cluster, cluster_member=args.member,
+                     cluster_partitions=args.partitions, cluster_replicas=args.replicas,
+                     cluster_lease_ttl=args.lease_ttl)
     config = ServeConfig.load(args.config, overrides=overrides)
-    if args.cluster:
-        from seqd.daemon.cluster.engine import ClusterSettings
+    settings = config.cluster_settings()  # ([cluster] servers, or --cluster)
+    if settings is not None:
         from seqd.daemon.cluster.replica import serve
 
-        settings = ClusterSettings(args.cluster, partitions=args.partitions, replicas=args.replicas,
-                                   lease_ttl=args.lease_ttl, heartbeat_ttl=args.lease_ttl)
-        print(f"seqd replica joining the cluster at {args.cluster}", file=sys.stderr, flush=True)
-        serve(config, settings, args.member)
+        print(f"seqd replica joining the cluster at {', '.join(settings.servers)}", file=sys.stderr, flush=True)
+        serve(config, settings, config.cluster_member)
         return 0
     if args.demo:
         from . import serve_demo

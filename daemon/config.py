@@ -31,7 +31,10 @@ SECTIONS = {
     "durability": ("fsync", "snapshot_interval_seconds", "snapshot_interval_symbols"),
     "metrics": ("stream_labels", "max_labelled_streams"),
     "security": ("curve_secret_key_file", "curve_authorized_keys_dir"),
+    # (a cluster's keys are its fields without their prefix: [cluster] servers = ... sets cluster_servers)
+    "cluster": ("cluster_servers", "cluster_member", "cluster_partitions", "cluster_replicas", "cluster_lease_ttl"),
 }
+PREFIXED = {"cluster": "cluster_"}  # sections whose keys are their fields' names less a prefix
 MAX_LABELLED_STREAMS = 256  # a hard ceiling on per-stream series, whatever the configuration says
 
 
@@ -64,10 +67,21 @@ class ServeConfig:
     # [security]
     curve_secret_key_file: str | None = None  # a zmq.auth key file: enables CURVE on both sockets
     curve_authorized_keys_dir: str | None = None  # clients' public key files; required with CURVE
+    # [cluster] (docs/cluster.md): with servers, `seqd serve` runs as a replica of the cluster on them
+    cluster_servers: tuple[str, ...] = ()  # NATS URLs; empty: the single-machine daemon
+    cluster_member: str | None = None  # this replica's id (default: host-pid)
+    cluster_partitions: int = 16  # fixed when the cluster is created
+    cluster_replicas: int = 3  # JetStream replicas of the log and the buckets: 1, 3 or 5
+    cluster_lease_ttl: float = 15.0  # seconds: partition leases' and heartbeats' lifetime
     # (a flag only, `seqd serve --repair`, never in the file: an operator's decision for one start)
     repair: bool = False  # a damaged write-ahead log is cut where its damage starts, and its stream served
 
     def __post_init__(self):
+        if isinstance(self.cluster_servers, str):
+            object.__setattr__(self, "cluster_servers", tuple(u for u in self.cluster_servers.split(",") if u))
+        object.__setattr__(self, "cluster_servers", tuple(self.cluster_servers))
+        if not all(isinstance(u, str) and u.startswith(("nats://", "tls://")) for u in self.cluster_servers):
+            raise ValueError(f"cluster servers must be nats:// URLs, got {list(self.cluster_servers)!r}")
         if isinstance(self.stream_labels, str):
             object.__setattr__(self, "stream_labels", (self.stream_labels,))
         object.__setattr__(self, "stream_labels", tuple(self.stream_labels))
@@ -107,6 +121,16 @@ class ServeConfig:
         chosen = [n for n in sorted(names) if any(fnmatch.fnmatchcase(n, p) for p in self.stream_labels)]
         return chosen[:self.max_labelled_streams]
 
+    def cluster_settings(self):
+        """The cluster's settings (``engine.ClusterSettings``), or None for the single-machine daemon."""
+        if not self.cluster_servers:
+            return None
+        from .cluster.engine import ClusterSettings
+
+        return ClusterSettings(self.cluster_servers, partitions=self.cluster_partitions,
+                               replicas=self.cluster_replicas, lease_ttl=self.cluster_lease_ttl,
+                               heartbeat_ttl=self.cluster_lease_ttl)
+
     @property
     def worker_count(self) -> int:
         return self.workers or os.cpu_count() or 1
@@ -128,11 +152,12 @@ class ServeConfig:
                 if section not in SECTIONS or not isinstance(table, dict):
                     raise ValueError(f"{source}: unknown section [{section}]; known: "
                                      f"{', '.join(f'[{s}]' for s in SECTIONS)}")
+                prefix = PREFIXED.get(section, "")
                 for key, value in table.items():
-                    if key not in SECTIONS[section]:
+                    if prefix + key not in SECTIONS[section]:
                         raise ValueError(f"{source}: unknown key {key!r} in [{section}]; known: "
-                                         f"{', '.join(SECTIONS[section])}")
-                    settings[key] = value
+                                         f"{', '.join(k[len(prefix):] for k in SECTIONS[section])}")
+                    settings[prefix + key] = value
         settings.update({k: v for k, v in (overrides or {}).items() if v is not None})
         known = {f.name for f in fields(cls)}
         for key in settings:

@@ -88,3 +88,20 @@ def test_a_snapshot_from_bytes_is_the_snapshot_file(tmp_path, preset):
     assert from_bytes[3].to_bytes() == from_file[3].to_bytes() == learner.to_bytes()
     with pytest.raises(ValueError, match="object web/1"):
         snapshot_file.read_bytes(data[:-7], "object web/1", RECENT, learner_type=type(learner))
+
+
+def test_a_cluster_is_configured_by_its_section_or_the_flags():
+    from seqd.daemon.config import ServeConfig
+
+    config = ServeConfig.load(text='[cluster]\nservers = ["nats://a:4222", "nats://b:4222"]\npartitions = 8\n'
+                                   'member = "r1"\nlease_ttl = 6.0\n', overrides={"cluster_replicas": 1})
+    settings = config.cluster_settings()
+    assert settings.servers == ("nats://a:4222", "nats://b:4222") and settings.partitions == 8
+    assert (settings.replicas, settings.lease_ttl, settings.heartbeat_ttl, config.cluster_member) == (1, 6.0, 6.0, "r1")
+    assert ServeConfig.load(overrides={"cluster_servers": "nats://a:1,nats://b:2"}).cluster_servers == (
+        "nats://a:1", "nats://b:2")
+    assert ServeConfig.load().cluster_settings() is None  # the single-machine daemon
+    with pytest.raises(ValueError, match="unknown key 'server' in \\[cluster\\]; known: servers, member"):
+        ServeConfig.load(text="[cluster]\nserver = 1\n")
+    with pytest.raises(ValueError, match="nats:// URLs"):
+        ServeConfig.load(text='[cluster]\nservers = ["tcp://a:1"]\n')
