@@ -138,6 +138,9 @@ def test_streams_survive_a_hand_off_and_a_kill_bit_for_bit(tmp_path):
 
             async def from_asyncio():
                 async with AsyncClient(url, timeout=5) as aclient:
+                    # publishes that create the same stream at once: one creates it, all four are appended
+                    acks = await asyncio.gather(*(aclient.publish("fresh", b"abc", create=True) for _ in range(4)))
+                    assert sorted(a.position for a in acks) == [3, 6, 9, 12]
                     return await aclient.predict(names[1], full=True)
 
             assert asyncio.run(from_asyncio()) == client.predict(names[1], full=True)

@@ -281,8 +281,9 @@ class Replica:
                 await held.subscription.unsubscribe()
             except Exception:
                 pass
-        if held.inflight:
-            await asyncio.wait(list(held.inflight), timeout=self.settings.request_timeout)
+        others = held.inflight - {asyncio.current_task()}  # (a request that found itself fenced is one)
+        if others:
+            await asyncio.wait(list(others), timeout=self.settings.request_timeout)
         if planned:  # (the keeper hands off only a partition whose lease holds)
             for stream in held.streams.values():
                 try:
@@ -342,7 +343,8 @@ class Replica:
             raise P.ProtocolError(P.BAD_REQUEST, "this subject serves the streams of its own partition only")
         if req.op == "create" or (req.op == "publish" and req.create and req.stream not in held.streams):
             reply = await self._create(held, req)
-            if req.op == "create" or not reply.ok:
+            # (a publish that creates goes on if another request created the stream just before it)
+            if req.op == "create" or not reply.ok and reply.code != P.STREAM_EXISTS:
                 return reply
         stream = held.streams.get(req.stream)
         if stream is None:
