@@ -148,6 +148,7 @@ def _wait_jetstream(url: str, deadline: float) -> None:
 if __name__ == "__main__":  # a cluster to try things by hand: python tests/natsd.py DIR
     c = NatsCluster(Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/seqd-nats")).start()
     print(c.url, flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # `kill` stops the servers too, as Ctrl-C does
     try:
         signal.pause()
     finally:
