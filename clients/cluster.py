@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 
 from . import protocol
-from ._common import Exchange, accept_reply
+from ._common import Exchange, accept_reply, endpoint_list
 from .errors import SeqdError
 from .protocol import Event, Reply
 
@@ -62,16 +62,15 @@ CONTROL_ANY, CONTROL_STATS = "control:any", "control:stats"
 
 def is_cluster(endpoints: str | Sequence[str]) -> bool:
     """Whether ``endpoints`` name a cluster (NATS URLs) rather than ZeroMQ endpoints."""
-    eps = (endpoints,) if isinstance(endpoints, str) else tuple(endpoints)
-    schemes = {e.partition("://")[0] for e in eps for e in e.split(",") if e}
+    schemes = {url.partition("://")[0] for url in servers_of(endpoints)}
     if "nats" in schemes and schemes != {"nats"}:
         raise ValueError("give NATS URLs (a cluster) or ZeroMQ endpoints (a daemon), not both")
     return schemes == {"nats"}
 
 
 def servers_of(endpoints: str | Sequence[str]) -> tuple[str, ...]:
-    eps = (endpoints,) if isinstance(endpoints, str) else tuple(endpoints)
-    return tuple(s for e in eps for s in e.split(",") if s)
+    """The URLs of one string, a comma-separated string, or a sequence of them."""
+    return tuple(s for e in endpoint_list(endpoints) for s in e.split(",") if s)
 
 
 def partition_of(name: str, partitions: int) -> int:
@@ -193,10 +192,7 @@ class NatsLink:
             if subject is not None:
                 try:
                     msg = await nc.request(subject, data, timeout=remaining)
-                    reply = accept_reply([msg.data], ex.request.id)
-                    if reply is not None:
-                        return reply
-                    return None
+                    return accept_reply([msg.data], ex.request.id)
                 except nats.errors.TimeoutError:
                     return None
                 except (nats.errors.NoRespondersError, nats.errors.ConnectionReconnectingError,

@@ -43,6 +43,7 @@ from .. import snapshot_file, stream_meta, wal
 from ..config import ServeConfig
 from ..learner_store import RECENT, learner_bound
 from ..models import config_dict, make_config
+from ..requests import prediction
 from .engine import ClusterSettings, Engine, connect
 from .keeper import PartitionKeeper
 from .telemetry import ReplicaTelemetry
@@ -186,7 +187,7 @@ class Replica:
         pointer = await self.snapshots.latest(name)
         learner, created, config, position, code_bits, recent, batches = None, 0.0, None, 0, 0.0, None, []
         if pointer is not None:
-            created_name, created, config = stream_meta.parse(pointer.meta, f"the snapshot pointer of {name}", name,
+            _, created, config = stream_meta.parse(pointer.meta, f"the snapshot pointer of {name}", name,
                                                               self.config.max_state_bytes)
             data = await self.snapshots.read(name, pointer)
             position, code_bits, recent, learner, batches = await loop.run_in_executor(
@@ -313,12 +314,7 @@ class Replica:
                 except asyncio.TimeoutError:
                     return Reply.failure(req.id, P.TIMEOUT, f"stream {stream.name!r} has learned "
                                          f"{stream.view.position} symbols, fewer than {req.min_position}")
-            view = stream.view
-            result = dict(stream=stream.name, position=view.position, top=view.top(req.top or len(view.symbols)),
-                          escape=view.escape, alphabet_size=len(view.symbols))
-            if req.top == 0:
-                result["distribution"] = view.distribution()
-            return Reply.success(req.id, **result)
+            return prediction(req, stream)
         if req.op == "stats":
             return Reply.success(req.id, **self._stream_stats(stream, partition))
         if req.op == "snapshot":
