@@ -43,7 +43,7 @@ from .budget import STREAM_BYTES, MemoryBudget, return_freed_memory
 from .models import chunk_for
 from .lifecycle import State
 from .reports import Hibernated, Learned, NeedsRoom, SnapshotFailed, SnapshotWritten
-from .views import View, learner_stats
+from .views import View, learner_stats, recent_after
 
 log = logging.getLogger("seqd")
 
@@ -368,8 +368,7 @@ class Stream:
         self._count_growth()
         batch_bits = float(bits.sum())
         self.code_bits += batch_bits
-        tail = bits[-RECENT:]
-        self._recent = np.concatenate((self._recent[len(tail):], tail))
+        self._recent = recent_after(self._recent, bits)
         position = self.view.position + len(symbols)
         self.view = View.of(self.learner, position, self._stats(position))
         return len(symbols), batch_bits, seconds
@@ -464,8 +463,7 @@ class Stream:
             repairs.remember(directory, replay.repaired)
         stream = cls(name, directory, learner, learned, created=created, fsync=fsync, store=store)
         stream.code_bits = code_bits + float(replayed.sum())
-        recent = np.zeros(RECENT) if recent is None else recent
-        stream._recent = np.concatenate((recent, replayed))[-RECENT:]
+        stream._recent = recent_after(recent, replayed)
         stream.snapshot_position = position
         stream.torn, stream.repaired = replay.torn, replay.repaired
         stream.repairs = repairs.read(directory)

@@ -41,6 +41,14 @@ class View:
         return OpenAlphabetLearner.spread(self.alphabet_cap, self.symbols, self.probs, self.escape).tolist()
 
 
+def recent_after(recent: np.ndarray | None, bits: np.ndarray) -> np.ndarray:
+    """The last :data:`RECENT` code lengths once ``bits`` follow ``recent`` (None: a stream that has none yet)."""
+    tail = bits[-RECENT:]
+    if recent is None:
+        recent = np.zeros(RECENT)
+    return np.concatenate((recent[len(tail):], tail))
+
+
 def learner_stats(learner, position: int, code_bits: float, recent: np.ndarray) -> dict:
     """What a stream's stats say of its learner at ``position``, after ``code_bits`` in all and the ``recent``
     code lengths (the last :data:`RECENT`)."""

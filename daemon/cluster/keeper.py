@@ -28,12 +28,15 @@ then the member's key deleted, so the others take over at their next round.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Awaitable, Callable
 
 from .engine import Engine
 from .ownership import Lease, LeaseLost, Leases, Membership
 from .placement import check_member_id, owner_of
+
+log = logging.getLogger("seqd")
 
 Gain = Callable[[int, Lease], Awaitable[None]]
 Lose = Callable[[int, bool], Awaitable[None]]
@@ -56,14 +59,21 @@ class PartitionKeeper:
         self.renewals = 0
         self.live: set[str] = set()  # the members the last round saw
         self.wanted: set[int] = set()  # the partitions placement gave this replica among them
-        self._rounds = 0
+        self.rounds = 0  # rounds finished: 0 while the replica is still joining
+        self._wake = asyncio.Event()
 
     def lease(self, partition: int) -> Lease | None:
         """This replica's lease of ``partition`` if it may serve it now."""
         lease = self.held.get(partition)
         return lease if lease is not None and lease.held() else None
 
-    async def _lose(self, partition: int, planned: bool) -> None:
+    def wake(self) -> None:
+        """Start the next round now, not at its timer (another replica released a partition)."""
+        self._wake.set()
+
+    async def lose(self, partition: int, planned: bool) -> None:
+        """Give ``partition`` up: ``on_lose(partition, planned)``, and it is no longer held (the lease, if still
+        valid, is the caller's to release)."""
         self.held.pop(partition, None)
         await self.on_lose(partition, planned)
 
@@ -77,16 +87,16 @@ class PartitionKeeper:
         for p in sorted(self.held):
             lease = self.held[p]
             if not lease.held():  # paused past the deadline: already not ours to serve
-                await self._lose(p, False)
+                await self.lose(p, False)
             elif p not in wanted:
-                await self._lose(p, True)
+                await self.lose(p, True)
                 await self.leases.release(lease)
             else:
                 try:
                     self.held[p] = await self.leases.renew(lease)
                     self.renewals += 1
                 except LeaseLost:
-                    await self._lose(p, False)
+                    await self.lose(p, False)
         for p in sorted(wanted - set(self.held)):
             lease = await self.leases.acquire(p, self.member)
             if lease is not None:
@@ -97,29 +107,34 @@ class PartitionKeeper:
                     self.held.pop(p, None)
                     await self.leases.release(lease)
                     raise
-                if self._rounds:
+                if self.rounds:
                     self.moves += 1
-        self._rounds += 1
+        self.rounds += 1
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Rounds every ``lease_ttl / 4`` seconds until ``stop`` is set; a round the engine cannot answer is
-        tried again at the next (leases not renewed by their deadline are lost meanwhile)."""
+        """Rounds every ``lease_ttl / 4`` seconds, or sooner after :meth:`wake`, until ``stop`` is set.  A round
+        the engine cannot answer is logged and tried again at the next; the leases it could not renew by their
+        deadline are lost meanwhile."""
         while not stop.is_set():
             started = time.monotonic()
             try:
                 await self.step()
-            except Exception:
+            except Exception as exc:
+                log.warning("replica %s: a round of the partition keeper failed: %s: %s", self.member,
+                            type(exc).__name__, exc)
                 for p in [p for p, lease in self.held.items() if not lease.held()]:
-                    await self._lose(p, False)
-            try:
-                await asyncio.wait_for(stop.wait(), max(0.0, self.interval - (time.monotonic() - started)))
-            except asyncio.TimeoutError:
-                pass
+                    await self.lose(p, False)
+            self._wake.clear()
+            waiters = [asyncio.create_task(stop.wait()), asyncio.create_task(self._wake.wait())]
+            await asyncio.wait(waiters, timeout=max(0.0, self.interval - (time.monotonic() - started)),
+                               return_when=asyncio.FIRST_COMPLETED)
+            for w in waiters:
+                w.cancel()
 
     async def leave(self) -> None:
         """The planned departure: every partition handed off and released, then the member's key removed."""
         for p in sorted(self.held):
             lease = self.held[p]
-            await self._lose(p, True)
+            await self.lose(p, True)
             await self.leases.release(lease)
         await self.members.leave(self.member)

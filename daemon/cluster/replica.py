@@ -44,6 +44,7 @@ from ..config import ServeConfig
 from ..learner_store import RECENT, learner_bound
 from ..models import config_dict, make_config
 from ..requests import prediction
+from ..views import recent_after
 from .engine import ClusterSettings, Engine, connect
 from .keeper import PartitionKeeper
 from .telemetry import ReplicaTelemetry
@@ -93,7 +94,6 @@ class Replica:
         control = [await nc.subscribe(C.ANY, queue=C.QUEUE_GROUP, cb=self._on_control),
                    await nc.subscribe(C.STATS, cb=self._on_control),
                    await nc.subscribe(C.KICK, cb=self._kick)]
-        self._wake = asyncio.Event()
         log.info("replica %s joining the cluster at %s (%d partitions)", self.member,
                  ", ".join(self.settings.servers), self.settings.partitions)
         metrics = None
@@ -101,11 +101,12 @@ class Replica:
             from ..metrics import start_metrics_server
             metrics, _ = start_metrics_server(self.registry, self.config.metrics_host, self.config.metrics_port,
                                               self.telemetry)
-        keeping = asyncio.create_task(self._keep(stop))
+        self.telemetry.health.serving()
+        keeping = asyncio.create_task(self.keeper.run(stop))
         ticking = asyncio.create_task(self._tick())
         await stop.wait()
         ticking.cancel()
-        self.telemetry.state = "leaving"
+        self.telemetry.health.stopping()
         await keeping
         await self.keeper.leave()
         if metrics is not None:
@@ -122,7 +123,8 @@ class Replica:
         ``snapshot_interval_symbols`` learned since a stream's last, or ``snapshot_interval_seconds`` passed
         with its log moved), which bound what a take-over after a crash replays."""
         while True:
-            now = self.telemetry.turned = time.monotonic()
+            self.telemetry.health.turned()
+            now = time.monotonic()
             for held in list(self.held.values()):
                 for stream in list(held.streams.values()):
                     tail = stream.writer.tail
@@ -138,28 +140,7 @@ class Replica:
             await asyncio.sleep(1.0)
 
     async def _kick(self, _msg) -> None:
-        self._wake.set()
-
-    async def _keep(self, stop: asyncio.Event) -> None:
-        """The keeper's rounds, every ``lease_ttl / 4`` seconds and whenever another replica releases a
-        partition (``seqd.ctl.kick``): a planned move waits for no timer."""
-        while not stop.is_set():
-            started = time.monotonic()
-            try:
-                await self.keeper.step()
-            except Exception as exc:
-                log.warning("replica %s: a round of the partition keeper failed: %s: %s", self.member,
-                            type(exc).__name__, exc)
-                for p in [p for p, lease in self.keeper.held.items() if not lease.held()]:
-                    await self.keeper._lose(p, False)
-            self._wake.clear()
-            if self.telemetry.state == "joining":
-                self.telemetry.state = "serving"
-            wait = max(0.0, self.keeper.interval - (time.monotonic() - started))
-            waiters = [asyncio.create_task(stop.wait()), asyncio.create_task(self._wake.wait())]
-            await asyncio.wait(waiters, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
-            for w in waiters:
-                w.cancel()
+        self.keeper.wake()  # a partition was released: a planned move waits for no timer
 
     # -- partitions moving -------------------------------------------------------------------------
     async def gain(self, partition: int, lease: Lease) -> None:
@@ -209,7 +190,7 @@ class Replica:
                 symbols = symbols_of(record.body, record.itemsize)
                 bits = await loop.run_in_executor(self.pool, learner.learn, symbols)
                 code_bits += float(bits.sum())
-                recent = np.concatenate((np.zeros(RECENT) if recent is None else recent, bits))[-RECENT:]
+                recent = recent_after(recent, bits)
                 if record.batch_id:
                     batch_ids.append((record.batch_id, record.position, record.end))
             elif record.kind == DROP:
@@ -282,7 +263,7 @@ class Replica:
             except Fenced:
                 log.warning("replica %s: partition %d was written by another replica: letting it go", self.member,
                             partition)
-                await self.keeper._lose(partition, False)
+                await self.keeper.lose(partition, False)
                 return
             except Exception as exc:
                 log.exception("replica %s: a request failed", self.member)

@@ -11,7 +11,7 @@ import numpy as np
 from .. import snapshot_file, sparse
 from ..batch_ids import BatchIds
 from ..learner_store import RECENT
-from ..views import View, learner_stats
+from ..views import View, learner_stats, recent_after
 from .log import StreamWriter
 
 
@@ -43,8 +43,7 @@ class ClusterStream:
         """Learn one batch (on a worker thread) and publish the new view; the batch's code length."""
         bits = self.learner.learn(symbols)
         self.code_bits += float(bits.sum())
-        tail = bits[-RECENT:]
-        self.recent = np.concatenate((self.recent[len(tail):], tail))
+        self.recent = recent_after(self.recent, bits)
         position = self.view.position + len(symbols)
         self.view = View.of(self.learner, position, learner_stats(self.learner, position, self.code_bits,
                                                                   self.recent))

@@ -13,17 +13,19 @@
 
 ``/readyz`` is true once the replica serves every partition it should
 (``wanted`` ⊆ ``owned``), and false while it holds no lease it needs, or
-while it is joining or leaving; ``/healthz`` is true while its event loop turns.
+while it is joining (connected, its keeper's first round not finished) or
+leaving; ``/healthz`` is true while its event loop turns.  Both, and
+systemd's notify protocol, are the single-machine daemon's
+(``daemon/health.py``), told by the replica: connected, each tick of its
+loop, the stop.
 """
 
 from __future__ import annotations
 
-import time
-
 from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-STALL_SECONDS = 10.0  # an event loop that has not turned for this long is stuck
+from ..health import Health
 
 
 class ReplicaTelemetry:
@@ -37,8 +39,7 @@ class ReplicaTelemetry:
                                 buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5),
                                 registry=registry)
         registry.register(self)
-        self.turned = time.monotonic()
-        self.state = "joining"
+        self.health = Health()
 
     def describe(self):
         return []
@@ -60,19 +61,16 @@ class ReplicaTelemetry:
 
     # the probes (daemon/metrics.py's start_metrics_server asks these two)
     def live(self) -> tuple[bool, str]:
-        stalled = time.monotonic() - self.turned
-        if stalled > STALL_SECONDS:
-            return False, f"stuck: the event loop has not turned for {stalled:.1f} s\n"
-        return True, "ok\n"
+        return self.health.live()
 
     def ready(self) -> tuple[bool, str]:
-        alive, why = self.live()
-        if not alive:
-            return False, why
-        if self.state != "serving":
-            return False, f"{self.state}\n"
+        ready, why = self.health.ready()  # starting (not connected), stopping, or a loop that does not turn
+        if not ready:
+            return False, why.replace("stopping", "leaving")
         keeper = self.replica.keeper
-        missing = sorted(set(keeper.wanted) - set(self.replica.held)) if keeper else []
+        if keeper is None or keeper.rounds == 0:
+            return False, "joining\n"
+        missing = sorted(set(keeper.wanted) - set(self.replica.held))
         if missing:
             return False, f"not serving partition(s) {', '.join(map(str, missing))} placement gives it\n"
         return True, "ok\n"
