@@ -138,6 +138,7 @@ class NatsLink:
         self.nc = None
         self.partitions: int | None = None
         self._lock: asyncio.Lock | None = None
+        self._reconnected: asyncio.Event | None = None  # set (and replaced) each time the connection is remade
 
     async def connection(self):
         if self.nc is not None and not self.nc.is_closed:
@@ -151,10 +152,17 @@ class NatsLink:
                 except ImportError:
                     raise SeqdError("no_client", "a cluster client needs nats-py: pip install 'seqd[cluster]'") \
                         from None
+                self._reconnected = asyncio.Event()
+
+                async def reconnected():
+                    self._reconnected.set()
+                    self._reconnected = asyncio.Event()
+
                 try:
                     self.nc = await nats.connect(list(self.servers), connect_timeout=self.connect_timeout,
                                                  allow_reconnect=True, max_reconnect_attempts=-1,
-                                                 reconnect_time_wait=0.5, name="seqd-client")
+                                                 reconnect_time_wait=0.5, name="seqd-client",
+                                                 reconnected_cb=reconnected)
                 except Exception as exc:
                     raise SeqdError("no_reply", f"cannot reach NATS at {', '.join(self.servers)}: "
                                                 f"{type(exc).__name__}: {exc}") from None
@@ -191,7 +199,9 @@ class NatsLink:
             subject = await self._subject(ex.endpoint, deadline)
             if subject is not None:
                 try:
-                    msg = await nc.request(subject, data, timeout=remaining)
+                    msg = await self._request(nc, subject, data, remaining)
+                    if msg is None:
+                        continue  # the connection was remade meanwhile: the request (or its reply) went with it
                     return accept_reply([msg.data], ex.request.id)
                 except nats.errors.TimeoutError:
                     return None
@@ -200,6 +210,20 @@ class NatsLink:
                     pass  # nobody owns it this moment (a move), or the connection is being re-made
             await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, NO_RESPONDER_WAIT[1])
+        return None
+
+    async def _request(self, nc, subject: str, data: bytes, timeout: float):
+        """``nc.request``, or None as soon as the connection is remade (a node died): the request is then sent
+        again on the new connection at once, instead of waiting out its timeout for a reply that is lost."""
+        request = asyncio.ensure_future(nc.request(subject, data, timeout=timeout))
+        remade = asyncio.ensure_future(self._reconnected.wait())
+        try:
+            await asyncio.wait({request, remade}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            remade.cancel()
+        if request.done():
+            return request.result()
+        request.cancel()
         return None
 
     async def _subject(self, endpoint: str, deadline: float) -> str | None:

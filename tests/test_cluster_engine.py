@@ -17,7 +17,7 @@ from natsd import NatsCluster, server_binary  # noqa: E402
 
 from seqd.daemon.cluster import placement, records  # noqa: E402
 from seqd.daemon.cluster.engine import LOG_STREAM, ClusterError, ClusterSettings, connect  # noqa: E402
-from seqd.daemon.cluster.log import Fenced, StreamLog, StreamWriter, Tail  # noqa: E402
+from seqd.daemon.cluster.log import REPLAY_BATCH, Fenced, StreamLog, StreamWriter, Tail  # noqa: E402
 from seqd.daemon.cluster.ownership import LeaseLost, Leases, Membership  # noqa: E402
 from seqd.daemon.cluster.records import BATCH, CREATE, Chain, RecordError  # noqa: E402
 from seqd.daemon.cluster.snapshots import Pointer, Snapshots  # noqa: E402
@@ -91,6 +91,15 @@ def test_a_log_is_written_once_and_read_back_through_its_chain(cluster):
         # past the duplicate window (another id here): the fence refuses it, and the log says it had landed
         assert await log.append(subject, record.encode(), writer.tail.seq, "web.access:1:late") == first
         assert len(await _replay(log, subject)) == 7
+        # a replay longer than one of its requests reads every record, from any point
+        writer.tail = Tail(first, records.digest(record.encode()), record.end)  # (F was appended past it)
+        for i in range(REPLAY_BATCH + 5):
+            await writer.batch(b"x", 1, 1)
+        got = await _replay(log, subject)
+        assert len(got) == 7 + REPLAY_BATCH + 5 and writer.tail.seq == got[-1][0]
+        start = got[REPLAY_BATCH - 1]
+        tail = await _replay(log, subject, start[0], (records.digest(start[1].encode()), start[1].end))
+        assert tail == got[REPLAY_BATCH:]
     run(cluster, body)
 
 
@@ -156,8 +165,10 @@ def test_a_lease_is_held_by_one_replica_renewed_released_and_lapses(cluster):
         assert (await leases.holder(1))[0] == "ra"
         a2 = await leases.renew(a)
         assert a2.token == a.token and a2.revision > a.revision
-        with pytest.raises(LeaseLost):
-            await leases.renew(a)  # an old revision
+        # a renewal at an old revision (one that timed out had landed): still this member's, at the newer
+        # revision, and counted on no longer than before
+        again = await leases.renew(a)
+        assert again.revision == a2.revision and again.deadline == a.deadline and again.token == a.token
         await leases.release(a2)
         b = await leases.acquire(1, "rb")
         assert b is not None and b.token > a.token  # a later holder's fencing token is larger
@@ -165,8 +176,11 @@ def test_a_lease_is_held_by_one_replica_renewed_released_and_lapses(cluster):
         assert not b.held() and await leases.holder(1) is None
         with pytest.raises(LeaseLost):
             await leases.renew(b)
+        await leases.release(b)  # lapsed: releasing it again is no error, and removes nothing
         c = await leases.acquire(1, "ra")
         assert c is not None and c.token > b.token
+        await leases.release(b)  # taken by another since: no error, and the holder keeps it
+        assert (await leases.holder(1))[0] == "ra"
         await leases.release(c)
     run(cluster, body)
 

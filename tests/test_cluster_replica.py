@@ -5,8 +5,8 @@ stream holds exactly the acknowledged batches and predicts, bit for bit, what a 
 the same batches predicts; a subscription hears a stream's events after it moved, and the asyncio client
 reads what the blocking one does.
 
-The fault test the cluster must pass in full (three NATS nodes, three replicas, SIGSTOP past a lease, the
-log's leader killed) is issue work still open (``docs/cluster.md``, "Status").
+The full fault test (three NATS nodes, three replicas, SIGSTOP past a lease, the log's leader killed) is
+``test_cluster_faults.py``.
 """
 
 from __future__ import annotations

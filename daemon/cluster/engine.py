@@ -32,6 +32,7 @@ CLUSTER_BUCKET, MEMBERS_BUCKET, LEASES_BUCKET, POINTERS_BUCKET = ("seqd-cluster"
                                                                   "seqd-pointers")
 SNAPSHOT_STORE = "seqd-snapshots"
 DUPLICATE_WINDOW = 120.0  # seconds JetStream remembers a message id: a retried append within it lands once
+WRONG_LAST_SEQUENCE = 10071  # JetStream's error code for a failed expected-last-sequence condition (log and KV)
 
 
 class ClusterError(Exception):

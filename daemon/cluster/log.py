@@ -29,13 +29,16 @@ import asyncio
 from dataclasses import dataclass
 from typing import AsyncIterator
 
-from .engine import LOG_STREAM, Engine, transient
+from .engine import LOG_STREAM, WRONG_LAST_SEQUENCE, Engine, transient
 from .placement import partition_subjects
 from .records import BATCH, CREATE, DROP, NO_DIGEST, Chain, Record, digest
 
 EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
 MSG_ID = "Nats-Msg-Id"
-WRONG_LAST_SEQUENCE = 10071  # JetStream's error code for a failed Nats-Expected-Last-Subject-Sequence
+APPEND_ATTEMPT = 2.0  # seconds an append waits for its acknowledgement before it is sent again (same id)
+REPLAY_BATCH = 512  # records a replay asks for at a time
+REPLAY_WAIT = 5.0  # seconds a replay waits for the next records before the engine is taken to fail
+REPLAY_IDLE = 30.0  # seconds after which JetStream removes a replay's consumer its reader left behind
 
 
 class Fenced(Exception):
@@ -81,7 +84,7 @@ class StreamLog:
         delay = 0.05
         while True:
             try:
-                ack = await self.js.publish(subject, encoded, stream=LOG_STREAM,
+                ack = await self.js.publish(subject, encoded, stream=LOG_STREAM, timeout=APPEND_ATTEMPT,
                                             headers={EXPECTED_LAST: str(expected), MSG_ID: msg_id})
                 return ack.seq
             except APIError as e:
@@ -99,18 +102,37 @@ class StreamLog:
             delay = min(delay * 2, 1.0)
 
     async def records(self, subject: str, after: int, chain: Chain) -> AsyncIterator[tuple[int, Record]]:
-        """The subject's records after sequence ``after``, each checked by ``chain`` (``RecordError`` at the
-        first that does not follow)."""
-        from nats.js.errors import NotFoundError
+        """The subject's records after sequence ``after`` up to its last, each checked by ``chain``
+        (``RecordError`` at the first that does not follow).
 
-        seq = after + 1
-        while True:
+        They come through a consumer of their own (in memory, on one node, removed at the end or
+        :data:`REPLAY_IDLE` seconds after its reader went away), :data:`REPLAY_BATCH` records a request: a
+        take-over replays a partition's streams in a few requests each, not one per record."""
+        import uuid
+
+        from nats.js import api
+
+        last = await self.last(subject)
+        if last is None or last[0] <= after:
+            return
+        end, name = last[0], f"seqd-replay-{uuid.uuid4().hex}"
+        await self.js.add_consumer(LOG_STREAM, config=api.ConsumerConfig(
+            name=name, filter_subject=subject, deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+            opt_start_seq=after + 1, ack_policy=api.AckPolicy.NONE, mem_storage=True, num_replicas=1,
+            inactive_threshold=REPLAY_IDLE))
+        try:
+            reader = await self.js.pull_subscribe_bind(consumer=name, stream=LOG_STREAM)
+            seq = after
+            while seq < end:
+                for msg in await reader.fetch(REPLAY_BATCH, timeout=REPLAY_WAIT):
+                    seq = msg.metadata.sequence.stream
+                    yield seq, chain.check(msg.data or b"", seq)
+            await reader.unsubscribe()
+        finally:
             try:
-                msg = await self.js.get_msg(LOG_STREAM, seq=seq, subject=subject, next=True)
-            except NotFoundError:
-                return
-            yield msg.seq, chain.check(msg.data or b"", msg.seq)
-            seq = msg.seq + 1
+                await self.js.delete_consumer(LOG_STREAM, name)
+            except Exception:
+                pass  # it goes by itself once idle
 
     async def compact(self, subject: str, keep: int) -> None:
         """Remove the subject's records below sequence ``keep``, keeping the record at ``keep`` and after."""

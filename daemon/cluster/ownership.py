@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import msgpack
 
-from .engine import LEASES_BUCKET, MEMBERS_BUCKET, Engine, entry
+from .engine import LEASES_BUCKET, MEMBERS_BUCKET, WRONG_LAST_SEQUENCE, Engine, entry
 from .placement import check_member_id
 
 
@@ -131,18 +131,27 @@ class Leases:
             revision = await kv.update(lease_key(lease.partition), msgpack.packb({"member": lease.member}),
                                        last=lease.revision)
         except KeyWrongLastSequenceError:
+            found = await entry(kv, lease_key(lease.partition))
+            if (found is not None and found.revision > lease.revision
+                    and msgpack.unpackb(found.value)["member"] == lease.member):
+                # an earlier renewal that timed out had landed: the lease is still this member's, at that
+                # revision, and counted on no longer than before (when it landed is not known)
+                return Lease(lease.partition, lease.member, lease.token, found.revision, lease.deadline)
             raise LeaseLost(f"partition {lease.partition}: the lease lapsed or another replica holds it") from None
         return Lease(lease.partition, lease.member, lease.token, revision, self._deadline(sent))
 
     async def release(self, lease: Lease) -> None:
         """Give the partition up (a planned hand-off): the next owner need not wait for the TTL."""
-        from nats.js.errors import KeyWrongLastSequenceError
+        from nats.js.errors import BadRequestError, KeyWrongLastSequenceError
 
         kv = await self._bucket()
         try:
             await kv.delete(lease_key(lease.partition), last=lease.revision)
         except KeyWrongLastSequenceError:
             pass  # lapsed already, perhaps taken: not ours to delete
+        except BadRequestError as exc:  # (nats-py's delete does not translate the same refusal)
+            if exc.err_code != WRONG_LAST_SEQUENCE:
+                raise
 
     async def holder(self, partition: int) -> tuple[str, int] | None:
         """(member, revision) of the partition's lease, or None if nobody holds it."""

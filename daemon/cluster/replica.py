@@ -10,11 +10,16 @@ For each partition p its keeper (:mod:`.keeper`) gives it, the replica
    message id) and acknowledged once JetStream has it, then learned; a
    batch id the stream has seen, here or from the log, is acknowledged
    again and not appended;
-3. on a planned hand-off (``on_lose(p, planned=True)``) stops answering,
-   lets the requests in flight finish and the queues drain, snapshots each
-   stream whose log moved since its snapshot, compacts the log below it, and
-   lets the keeper release the lease; on a lost lease it forgets p's
-   streams at once (what it had not snapshotted is in the log).
+3. on a planned hand-off (``on_lose(p, planned=True)``), still serving,
+   snapshots each stream whose log moved since its last snapshot (and
+   compacts the log below it); then stops answering and lets the requests
+   in flight finish, and the keeper releases the lease and tells the others.
+   The next owner replays the few records that came after the snapshot.  On
+   a lost lease it forgets p's streams at once (what it had not snapshotted
+   is in the log).
+
+A gained partition's streams load :data:`LOADS_AT_ONCE` at a time (their
+reads of the engine overlap; their replays take turns on the workers).
 
 A request for a partition this replica does not hold, or no longer holds
 by its lease's deadline, is not answered: the owner answers, or nobody does
@@ -57,6 +62,8 @@ from .snapshots import Pointer, Snapshots
 
 log = logging.getLogger("seqd")
 
+LOADS_AT_ONCE = 8  # a gained partition's streams loading at once: their requests to the engine overlap
+
 
 @dataclass
 class Held:
@@ -78,6 +85,7 @@ class Replica:
         self.limits = P.Limits(max_message_bytes=config.max_message_bytes, max_batch_symbols=config.max_batch_symbols)
         self.pool = ThreadPoolExecutor(max_workers=config.worker_count, thread_name_prefix="seqd-worker")
         self.held: dict[int, Held] = {}
+        self._replayed = 0  # log records replayed by take-overs, in all
         self.started = time.time()
         self.engine: Engine | None = None
         self.keeper: PartitionKeeper | None = None
@@ -86,21 +94,21 @@ class Replica:
 
     # -- running ---------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
+        metrics = None
+        if self.config.metrics_port:  # first: a port taken stops the replica before it joins
+            from ..metrics import start_metrics_server
+            metrics, _ = start_metrics_server(self.registry, self.config.metrics_host, self.config.metrics_port,
+                                              self.telemetry)
         self.engine = await connect(self.settings, name=f"seqd-{self.member}")
         self.log, self.snapshots = StreamLog(self.engine), Snapshots(self.engine)
         nc = self.engine.nc
         self.keeper = PartitionKeeper(self.engine, self.member, {"version": __version__},
-                                      on_gain=self.gain, on_lose=self.lose)
+                                      on_gain=self.gain, on_lose=self.lose, on_released=self._released)
         control = [await nc.subscribe(C.ANY, queue=C.QUEUE_GROUP, cb=self._on_control),
                    await nc.subscribe(C.STATS, cb=self._on_control),
                    await nc.subscribe(C.KICK, cb=self._kick)]
         log.info("replica %s joining the cluster at %s (%d partitions)", self.member,
                  ", ".join(self.settings.servers), self.settings.partitions)
-        metrics = None
-        if self.config.metrics_port:
-            from ..metrics import start_metrics_server
-            metrics, _ = start_metrics_server(self.registry, self.config.metrics_host, self.config.metrics_port,
-                                              self.telemetry)
         self.telemetry.health.serving()
         keeping = asyncio.create_task(self.keeper.run(stop))
         ticking = asyncio.create_task(self._tick())
@@ -139,18 +147,25 @@ class Replica:
                             log.warning("stream %s: snapshot failed: %s: %s", stream.name, type(exc).__name__, exc)
             await asyncio.sleep(1.0)
 
+    async def _released(self, _partition: int) -> None:
+        await self.engine.nc.publish(C.KICK, b"")
+
     async def _kick(self, _msg) -> None:
         self.keeper.wake()  # a partition was released: a planned move waits for no timer
 
     # -- partitions moving -------------------------------------------------------------------------
     async def gain(self, partition: int, lease: Lease) -> None:
         t0 = time.monotonic()
-        held = Held(lease)
-        for subject in await self.log.subjects(partition):
-            name = name_of(subject)
-            stream = await self._load(name, subject, lease)
+        held, replayed = Held(lease), self._replayed
+        loading = asyncio.Semaphore(LOADS_AT_ONCE)
+
+        async def load(subject: str) -> None:
+            async with loading:
+                stream = await self._load(name_of(subject), subject, lease)
             if stream is not None:
-                held.streams[name] = stream
+                held.streams[stream.name] = stream
+
+        await asyncio.gather(*(load(subject) for subject in await self.log.subjects(partition)))
         self.held[partition] = held
         async def on_message(msg):  # each request in a task of its own: one waiting for the log holds up no other
             asyncio.create_task(self._on_request(partition, msg))
@@ -158,8 +173,8 @@ class Replica:
         held.subscription = await self.engine.nc.subscribe(C.request_subject(partition), cb=on_message)
         seconds = time.monotonic() - t0
         self.telemetry.stall.observe(seconds)
-        log.info("replica %s serves partition %d: %d stream(s) loaded in %.2f s", self.member, partition,
-                 len(held.streams), seconds)
+        log.info("replica %s serves partition %d: %d stream(s) loaded in %.2f s (%d log records replayed)",
+                 self.member, partition, len(held.streams), seconds, self._replayed - replayed)
 
     async def _load(self, name: str, subject: str, lease: Lease) -> ClusterStream | None:
         """A stream from its snapshot and log (the same bits as its last owner's), or None if it was dropped
@@ -197,6 +212,7 @@ class Replica:
                 await self._remove(name, subject)
                 return None
             tail = Tail(seq, digest(record.encode()), record.end)
+            self._replayed += 1
         if learner is None:
             return None
         writer = StreamWriter(self.log, name, subject, tail, lease.token)
@@ -208,9 +224,17 @@ class Replica:
         await self.engine.js.purge_stream("SEQD_LOG", subject=subject)
 
     async def lose(self, partition: int, planned: bool) -> None:
-        held = self.held.pop(partition, None)
+        held = self.held.get(partition)
         if held is None:
             return
+        if planned:  # first, while still serving (the lease holds): the next owner replays only what comes after
+            for stream in list(held.streams.values()):
+                try:
+                    await self._snapshot(stream)
+                except Exception as exc:  # the log holds it all: the next owner replays further
+                    log.warning("stream %s: not snapshotted at hand-off: %s: %s", stream.name,
+                                type(exc).__name__, exc)
+        del self.held[partition]
         if held.subscription is not None:
             try:
                 await held.subscription.unsubscribe()
@@ -219,13 +243,6 @@ class Replica:
         others = held.inflight - {asyncio.current_task()}  # (a request that found itself fenced is one)
         if others:
             await asyncio.wait(list(others), timeout=self.settings.request_timeout)
-        if planned:  # (the keeper hands off only a partition whose lease holds)
-            for stream in held.streams.values():
-                try:
-                    await self._snapshot(stream)
-                except Exception as exc:  # the log holds it all: the next owner replays further
-                    log.warning("stream %s: not snapshotted at hand-off: %s: %s", stream.name,
-                                type(exc).__name__, exc)
         log.info("replica %s %s partition %d", self.member, "handed off" if planned else "lost", partition)
 
     async def _snapshot(self, stream: ClusterStream) -> int:
