@@ -122,7 +122,9 @@ def merge_stats(results: list[dict]) -> dict:
                   symbols_learned=sum(int(r.get("symbols_learned") or 0) for r in results),
                   unavailable={k: v for r in results for k, v in (r.get("unavailable") or {}).items()},
                   replicas=sorted((dict(member=r.get("member"), partitions=r.get("partitions") or [],
-                                        streams=len(r.get("streams") or ()), moves=r.get("moves", 0))
+                                        streams=len(r.get("streams") or ()), moves=r.get("moves", 0),
+                                        resident=r.get("resident"), memory_bytes=r.get("memory_bytes"),
+                                        memory_peak_bytes=r.get("memory_peak_bytes"))
                                    for r in results), key=lambda r: str(r["member"])),
                   members=max((int(r.get("members") or 0) for r in results), default=0))
     return merged

@@ -47,6 +47,8 @@ from .placement import check_member_id, owner_of
 
 log = logging.getLogger("seqd")
 
+RETRY_AFTER = 0.25  # seconds before a failed round is tried again (doubling, up to a round's interval)
+
 Gain = Callable[[int, Lease], Awaitable[None]]
 Lose = Callable[[int, bool], Awaitable[None]]
 Released = Callable[[int], Awaitable[None]]
@@ -169,21 +171,26 @@ class PartitionKeeper:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Rounds every ``lease_ttl / 4`` seconds, or sooner after :meth:`wake`, until ``stop`` is set.  A round
-        the engine cannot answer is logged and tried again at the next; the leases it could not renew by their
-        deadline are lost meanwhile."""
+        the engine cannot answer is logged and tried again soon (:data:`RETRY_AFTER`, doubling up to the
+        interval); the leases it could not renew by their deadline are lost meanwhile."""
+        retry = RETRY_AFTER
         while not stop.is_set():
             started = time.monotonic()
             self._wake.clear()  # (before the round: a wake-up during it starts the next one at once)
+            wait = None
             try:
                 await self.step()
+                retry = RETRY_AFTER
             except Exception as exc:
                 log.warning("replica %s: a round of the partition keeper failed: %s: %s", self.member,
                             type(exc).__name__, exc)
                 for p in [p for p, lease in self.held.items() if not lease.held()]:
                     await self.lose(p, False)
+                wait, retry = retry, min(retry * 2, self.interval)  # (an engine failing over answers soon)
+            if wait is None:
+                wait = max(0.0, self.interval - (time.monotonic() - started))
             waiters = [asyncio.create_task(stop.wait()), asyncio.create_task(self._wake.wait())]
-            await asyncio.wait(waiters, timeout=max(0.0, self.interval - (time.monotonic() - started)),
-                               return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waiters, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
             for w in waiters:
                 w.cancel()
 

@@ -46,7 +46,7 @@ from ...clients.protocol import Reply, Request
 from ...core.learners import learner_for, model_of
 from .. import snapshot_file, stream_meta, wal
 from ..config import ServeConfig
-from ..learner_store import RECENT, learner_bound
+from ..learner_store import RECENT, learner_bound, resident_bytes
 from ..models import config_dict, make_config
 from ..requests import prediction
 from ..views import recent_after
@@ -54,6 +54,7 @@ from .engine import ClusterSettings, Engine, connect
 from .keeper import PartitionKeeper
 from .telemetry import ReplicaTelemetry
 from .log import Fenced, StreamLog, StreamWriter, Tail
+from .residency import Residency
 from .stream import ClusterStream, symbols_of
 from .ownership import Lease
 from .placement import name_of, partition_of, subject_of
@@ -89,6 +90,8 @@ class Replica:
         self.started = time.time()
         self.engine: Engine | None = None
         self.keeper: PartitionKeeper | None = None
+        self.residency = Residency(config.max_state_bytes, config.hibernate_after_seconds, self._snapshot,
+                                   self._read)
         self.registry = CollectorRegistry()
         self.telemetry = ReplicaTelemetry(self.registry, self)
 
@@ -145,6 +148,7 @@ class Replica:
                         except Exception as exc:  # the log holds everything: tried again at the next interval
                             stream.snapshot_time = now
                             log.warning("stream %s: snapshot failed: %s: %s", stream.name, type(exc).__name__, exc)
+            await self.residency.idle_for(s for h in list(self.held.values()) for s in h.streams.values())
             await asyncio.sleep(1.0)
 
     async def _released(self, _partition: int) -> None:
@@ -166,7 +170,10 @@ class Replica:
                 held.streams[stream.name] = stream
 
         await asyncio.gather(*(load(subject) for subject in await self.log.subjects(partition)))
+        for stream in held.streams.values():
+            self.residency.serve(stream)
         self.held[partition] = held
+        await self.residency.make_room(0)
         async def on_message(msg):  # each request in a task of its own: one waiting for the log holds up no other
             asyncio.create_task(self._on_request(partition, msg))
 
@@ -184,15 +191,14 @@ class Replica:
         learner, created, config, position, code_bits, recent, batches = None, 0.0, None, 0, 0.0, None, []
         if pointer is not None:
             _, created, config = stream_meta.parse(pointer.meta, f"the snapshot pointer of {name}", name,
-                                                              self.config.max_state_bytes)
-            data = await self.snapshots.read(name, pointer)
-            position, code_bits, recent, learner, batches = await loop.run_in_executor(
-                self.pool, lambda: snapshot_file.read_bytes(data, f"snapshot {name}/{pointer.seq}", RECENT,
-                                                            learner_bound(config), model_of(config).learner))
-            if learner.config != config or position != pointer.position:
-                raise ValueError(f"the snapshot of {name} does not match its pointer")
-            chain, after, tail = Chain(start=pointer.chain_start), pointer.seq, Tail(pointer.seq, pointer.digest,
-                                                                                     pointer.position)
+                                                   self.config.max_state_bytes)
+            tail = Tail(pointer.seq, pointer.digest, pointer.position)
+            last = await self.log.last(subject)
+            if last is not None and last[0] == pointer.seq:  # nothing after the snapshot: taken up asleep
+                writer = StreamWriter(self.log, name, subject, tail, lease.token)
+                return ClusterStream.asleep_at(name, created, config, writer, pointer.position, pointer.seq)
+            position, code_bits, recent, learner, batches = await self._read_snapshot(name, pointer, config)
+            chain, after = Chain(start=pointer.chain_start), pointer.seq
         else:
             chain, after, tail = Chain(), 0, None
         batch_ids = list(batches)
@@ -219,6 +225,26 @@ class Replica:
         return ClusterStream(name, created, config, writer, learner, learner.stats["symbols"], code_bits, recent,
                              batch_ids, snapshot_seq=pointer.seq if pointer is not None else 0)
 
+    async def _read_snapshot(self, name: str, pointer: Pointer, config):
+        """(position, code_bits, recent, learner, batches) of the snapshot ``pointer`` names."""
+        data = await self.snapshots.read(name, pointer)
+        read = await asyncio.get_running_loop().run_in_executor(
+            self.pool, lambda: snapshot_file.read_bytes(data, f"snapshot {name}/{pointer.seq}", RECENT,
+                                                        learner_bound(config), model_of(config).learner))
+        position, learner = read[0], read[3]
+        if learner.config != config or position != pointer.position:
+            raise ValueError(f"the snapshot of {name} does not match its pointer")
+        return read
+
+    async def _read(self, stream: ClusterStream) -> None:
+        """A hibernated stream's learner back from its snapshot (``Residency.wake``)."""
+        pointer = await self.snapshots.latest(stream.name)
+        if pointer is None or pointer.seq != stream.snapshot_seq:
+            raise ValueError(f"stream {stream.name}: its snapshot pointer moved while it slept here")
+        position, code_bits, recent, learner, batches = await self._read_snapshot(stream.name, pointer,
+                                                                                  stream.config)
+        stream.woken(learner, position, code_bits, recent, batches)
+
     async def _remove(self, name: str, subject: str) -> None:
         await self.snapshots.forget(name)
         await self.engine.js.purge_stream("SEQD_LOG", subject=subject)
@@ -235,6 +261,8 @@ class Replica:
                     log.warning("stream %s: not snapshotted at hand-off: %s: %s", stream.name,
                                 type(exc).__name__, exc)
         del self.held[partition]
+        for stream in held.streams.values():
+            self.residency.forget(stream)
         if held.subscription is not None:
             try:
                 await held.subscription.unsubscribe()
@@ -246,23 +274,26 @@ class Replica:
         log.info("replica %s %s partition %d", self.member, "handed off" if planned else "lost", partition)
 
     async def _snapshot(self, stream: ClusterStream) -> int:
-        """Drain, then snapshot the stream if its log moved since its last one, and compact the log below."""
-        async with stream.lock:
-            await self._drained(stream)
-            tail = stream.writer.tail
-            if tail is None or tail.seq == stream.snapshot_seq:
-                return stream.view.position
-            data = await asyncio.get_running_loop().run_in_executor(self.pool, stream.snapshot_bytes)
-        meta = stream_meta.encode(stream.name, stream.created, stream.config)
-        pointer = Pointer(tail.seq, tail.digest, tail.position, meta, len(data))
-        if await self.snapshots.put(stream.name, pointer, data):
-            await self.log.compact(stream.writer.subject, tail.seq)
-        stream.snapshot_seq, stream.snapshot_position, stream.snapshot_time = tail.seq, tail.position, time.monotonic()
-        return tail.position
+        """Drain, then snapshot the stream if its log moved since its last one, and compact the log below.
+        One at a time per stream: two at the same tail would write one object twice."""
+        async with stream.snapshotting:
+            async with stream.lock:
+                await self._drained(stream)
+                tail = stream.writer.tail
+                if stream.snapshotted:
+                    return stream.position
+                data = await asyncio.get_running_loop().run_in_executor(self.pool, stream.snapshot_bytes)
+            meta = stream_meta.encode(stream.name, stream.created, stream.config)
+            pointer = Pointer(tail.seq, tail.digest, tail.position, meta, len(data))
+            if await self.snapshots.put(stream.name, pointer, data):
+                await self.log.compact(stream.writer.subject, tail.seq)
+            stream.snapshot_seq, stream.snapshot_position = tail.seq, tail.position
+            stream.snapshot_time = time.monotonic()
+            return tail.position
 
     async def _drained(self, stream: ClusterStream) -> None:
         async with stream.learned:
-            await stream.learned.wait_for(lambda: stream.view.position == stream.accepted)
+            await stream.learned.wait_for(lambda: stream.position == stream.accepted)
 
     # -- requests ----------------------------------------------------------------------------------
     async def _on_request(self, partition: int, msg) -> None:
@@ -303,6 +334,8 @@ class Replica:
             raise P.ProtocolError(P.NO_SUCH_STREAM, f"no stream named {req.stream!r}")
         if req.op == "publish":
             return await self._publish(stream, req)
+        if req.op in ("predict", "stats") and stream.view is None:
+            await self.residency.wake(stream)  # taken up asleep: its snapshot read on its first request
         if req.op == "predict":
             if stream.view.position < req.min_position:
                 try:
@@ -321,6 +354,7 @@ class Replica:
             async with stream.lock:
                 await stream.writer.drop()
                 del held.streams[stream.name]
+                self.residency.forget(stream)
             await self._remove(stream.name, stream.writer.subject)
             return Reply.success(req.id, stream=stream.name, dropped=True)
         raise P.ProtocolError(P.UNKNOWN_OP, f"unknown operation {req.op!r}")
@@ -340,15 +374,21 @@ class Replica:
         created = time.time()
         writer = StreamWriter(self.log, req.stream, subject_of(req.stream, self.settings.partitions), None,
                               held.lease.token)
-        learner = await asyncio.get_running_loop().run_in_executor(self.pool, learner_for, config)
+        reserved = await self.residency.admit(resident_bytes(config))
+        try:
+            learner = await asyncio.get_running_loop().run_in_executor(self.pool, learner_for, config)
+        finally:
+            self.residency.budget.give(reserved)
         if req.stream in held.streams:  # created meanwhile by a request that overtook this one
             return await self._create(held, req)
         held.streams[req.stream] = stream = ClusterStream(req.stream, created, config, writer, learner, 0)
+        self.residency.serve(stream)
         async with stream.lock:
             try:
                 await writer.create(stream_meta.encode(req.stream, created, config))
             except BaseException:
                 held.streams.pop(req.stream, None)
+                self.residency.forget(stream)
                 raise
         log.info("stream %s created", req.stream)
         return Reply.success(req.id, stream=req.stream, created=True, config=config_dict(config))
@@ -364,6 +404,9 @@ class Replica:
             return Reply.failure(req.id, P.BUSY, f"stream {stream.name!r} has {stream.queued} symbols waiting to "
                                  "be learned; retry later", retry_after_ms=100)
         async with stream.lock:
+            stream.last_active = time.monotonic()
+            if stream.view is None:  # taken up asleep: the batch ids it has seen are in its snapshot
+                await self.residency.wake(stream)
             if req.batch is not None and (seen := stream.batch_ids.get(req.batch)) is not None:
                 return Reply.success(req.id, stream=stream.name, position=seen[1], queued=stream.queued, again=True)
             if req.position is not None and req.position != stream.accepted:
@@ -385,10 +428,19 @@ class Replica:
 
     async def _learn(self, stream: ClusterStream) -> None:
         loop = asyncio.get_running_loop()
+        try:
+            await self.residency.wake(stream)
+        except Exception as exc:  # the batches stay queued (and in the log): the next publish tries again
+            log.error("stream %s: its learner could not be read back from its snapshot: %s: %s", stream.name,
+                      type(exc).__name__, exc)
+            return
         while stream.queue:
             symbols = stream.queue.pop(0)
             bits = await loop.run_in_executor(self.pool, stream.learn, symbols)
             stream.queued -= len(symbols)
+            stream.last_active = time.monotonic()
+            self.residency.grew(stream)
+            await self.residency.make_room(0, keep=stream)
             view = stream.view
             event = P.Event(stream.name, view.position, len(symbols), bits,
                             tuple((int(s), float(p)) for s, p in view.top(5)), view.escape)
@@ -415,19 +467,20 @@ class Replica:
             await msg.respond(P.encode_reply(reply))
 
     def _stream_stats(self, stream: ClusterStream, partition: int) -> dict:
-        view = stream.view
-        return dict(view.stats, stream=stream.name, accepted=stream.accepted, queued=stream.queued,
-                    config=config_dict(stream.config), created=stream.created, resident=True, state="live",
-                    broken=None, partition=partition, member=self.member,
-                    uptime_seconds=time.time() - self.started)
+        return dict(stream.view.stats, stream=stream.name, accepted=stream.accepted, queued=stream.queued,
+                    config=config_dict(stream.config), created=stream.created, resident=not stream.asleep,
+                    state="hibernated" if stream.asleep else "live", broken=None, partition=partition,
+                    member=self.member, uptime_seconds=time.time() - self.started)
 
     def server_stats(self) -> dict:
         streams = [s for h in self.held.values() for s in h.streams.values()]
         return dict(server="seqd", version=__version__, uptime_seconds=time.time() - self.started,
                     streams=sorted(s.name for s in streams), queued=sum(s.queued for s in streams),
-                    symbols_learned=sum(s.view.position for s in streams), unavailable={},
-                    member=self.member, partitions=sorted(self.held),
-                    members=len(self.keeper.live) if self.keeper is not None else 0,
+                    symbols_learned=sum(s.position for s in streams), unavailable={},
+                    resident=sum(1 for s in streams if not s.asleep), memory_bytes=self.residency.budget.held,
+                    memory_peak_bytes=self.residency.peak,
+                    memory_limit_bytes=self.config.max_state_bytes, member=self.member,
+                    partitions=sorted(self.held), members=len(self.keeper.live) if self.keeper is not None else 0,
                     moves=self.keeper.moves if self.keeper is not None else 0)
 
 

@@ -93,7 +93,8 @@ class Snapshots:
             found = await entry(kv, name)
             current = None if found is None else Pointer.decode(found.value)
             if current is not None and current.seq >= pointer.seq:
-                await store.delete(object_name(name, pointer.seq))
+                if current.seq > pointer.seq:  # (at the same sequence the object is the pointer's own)
+                    await store.delete(object_name(name, pointer.seq))
                 return False
             try:
                 if found is None:

@@ -1,5 +1,6 @@
-"""One stream of a partition a replica holds (``replica.py``): its learner, the writer of its log, the
-batches accepted and not yet learned, the view it serves, and its snapshot's bytes."""
+"""One stream of a partition a replica holds (``replica.py``): its learner (or none while it hibernates,
+``residency.py``), the writer of its log, the batches accepted and not yet learned, the view it serves, and
+its snapshot's bytes."""
 
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ import numpy as np
 
 from .. import snapshot_file, sparse
 from ..batch_ids import BatchIds
-from ..learner_store import RECENT
+from ..learner_store import RECENT, RECENT_BYTES
 from ..views import View, learner_stats, recent_after
 from .log import StreamWriter
 
 
 class ClusterStream:
-    """One stream of a held partition: its learner, the writer of its log, the batches accepted and not yet
-    learned, and the view it serves."""
+    """One stream of a held partition.  ``learner`` is None while it hibernates; ``view`` is None too for a
+    stream taken up asleep (its snapshot not read yet: its code length and batch ids are unknown here)."""
 
     def __init__(self, name: str, created: float, config, writer: StreamWriter, learner, position: int,
                  code_bits: float = 0.0, recent: np.ndarray | None = None, batches=(), snapshot_seq: int = 0):
@@ -31,13 +32,67 @@ class ClusterStream:
         self.queue: list[np.ndarray] = []
         self.queued = 0
         self.lock = asyncio.Lock()  # appends, one at a time and in order
+        self.waking = asyncio.Lock()  # one read of the snapshot at a time
+        self.snapshotting = asyncio.Lock()  # one snapshot at a time
         self.learned = asyncio.Condition()
         self.learning: asyncio.Task | None = None
-        self.view = View.of(learner, position, learner_stats(learner, position, code_bits, self.recent))
+        self.last_active = time.monotonic()
+        self.counted = 0  # the learner's bytes as the replica's budget counts them (0 while asleep)
+        self._position = position
+        self.view: View | None = None
+        if learner is not None:
+            self.view = View.of(learner, position, learner_stats(learner, position, code_bits, self.recent))
+            self.count()
+
+    @classmethod
+    def asleep_at(cls, name: str, created: float, config, writer: StreamWriter, position: int, snapshot_seq: int):
+        """A stream taken up asleep: its snapshot (at ``snapshot_seq``, ``position``) covers its whole log."""
+        return cls(name, created, config, writer, None, position, snapshot_seq=snapshot_seq)
 
     @property
     def accepted(self) -> int:
         return self.writer.position
+
+    @property
+    def position(self) -> int:
+        """Symbols learned."""
+        return self.view.position if self.view is not None else self._position
+
+    @property
+    def asleep(self) -> bool:
+        return self.learner is None
+
+    @property
+    def snapshotted(self) -> bool:
+        """Whether its latest snapshot covers its whole log."""
+        tail = self.writer.tail
+        return tail is None or tail.seq == self.snapshot_seq
+
+    @property
+    def quiet(self) -> bool:
+        """Awake, and nothing queued or learning."""
+        return not self.asleep and not self.queued and (self.learning is None or self.learning.done())
+
+    @property
+    def idle(self) -> bool:
+        """Quiet, and nothing being appended: it may hibernate."""
+        return self.quiet and not self.lock.locked()
+
+    def count(self) -> None:
+        self.counted = 0 if self.learner is None else self.learner.resident_bytes + RECENT_BYTES
+
+    def sleep(self) -> None:
+        """Let the learner and its recent code lengths go (its snapshot holds them)."""
+        self.learner, self.recent, self.counted = None, None, 0
+
+    def woken(self, learner, position: int, code_bits: float, recent: np.ndarray, batches) -> None:
+        """The learner back from the snapshot at ``position``, the log's tail."""
+        if position != self.position:
+            raise ValueError(f"stream {self.name}: its snapshot holds {position} symbols, not {self.position}")
+        self.learner, self.code_bits, self.recent = learner, code_bits, recent
+        if self.view is None:  # taken up asleep: what the snapshot knows, known now
+            self.batch_ids = BatchIds(batches)
+            self.view = View.of(learner, position, learner_stats(learner, position, code_bits, recent))
 
     def learn(self, symbols: np.ndarray) -> float:
         """Learn one batch (on a worker thread) and publish the new view; the batch's code length."""

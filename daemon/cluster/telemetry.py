@@ -6,6 +6,9 @@
 | ``seqd_cluster_partitions_wanted`` | partitions rendezvous hashing gives it among the live members |
 | ``seqd_cluster_members`` | live members the last round saw |
 | ``seqd_cluster_streams`` | streams of the partitions it serves |
+| ``seqd_cluster_streams_resident`` | streams whose learner is in memory (``residency.py``) |
+| ``seqd_cluster_memory_bytes`` | what the streams hold, against ``[limits] max_state_bytes`` |
+| ``seqd_cluster_hibernations_total``, ``seqd_cluster_wakes_total`` | streams put to sleep, and woken |
 | ``seqd_cluster_moves_total`` | partitions gained after its first round |
 | ``seqd_cluster_lease_renewals_total`` | leases renewed |
 | ``seqd_cluster_move_stall_seconds`` | each gained partition's load (snapshots read, logs replayed) |
@@ -54,6 +57,14 @@ class ReplicaTelemetry:
                                 value=len(keeper.live) if keeper else 0)
         yield GaugeMetricFamily("seqd_cluster_streams", "Streams of the partitions served",
                                 value=sum(len(h.streams) for h in list(r.held.values())))
+        yield GaugeMetricFamily("seqd_cluster_streams_resident", "Streams whose learner is in memory",
+                                value=r.residency.resident)
+        yield GaugeMetricFamily("seqd_cluster_memory_bytes", "Bytes the streams hold, against max_state_bytes",
+                                value=r.residency.budget.held)
+        yield CounterMetricFamily("seqd_cluster_hibernations", "Streams put to sleep",
+                                  value=r.residency.hibernations)
+        yield CounterMetricFamily("seqd_cluster_wakes", "Streams woken: their learner read back from the snapshot",
+                                  value=r.residency.wakes)
         yield CounterMetricFamily("seqd_cluster_moves", "Partitions gained after the first round",
                                   value=keeper.moves if keeper else 0)
         yield CounterMetricFamily("seqd_cluster_lease_renewals", "Leases renewed",
