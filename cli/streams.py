@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from seqd.clients.errors import NoSuchStreamError
 
@@ -43,6 +44,7 @@ def _streams(args) -> int:
     if args.json:
         for row in rows:
             print(json.dumps(json_safe(row), allow_nan=False))
+        _note_unserved(server)
         return 0
     table = [COLUMNS] + [(r["stream"], _n(r["learned"]), _n(r["queued"]), _f(r["bits_per_symbol"]),
                           _f(r["recent_bits_per_symbol"]),
@@ -54,7 +56,17 @@ def _streams(args) -> int:
         print("  ".join(cells + [row[-1]]))
     if not rows:
         print("(no streams)")
+    _note_unserved(server)
     return 0
+
+
+def _note_unserved(server) -> None:
+    """On a cluster: partitions no replica served while the list was read (moving between owners, or no
+    replica up for them): their streams are missing from it."""
+    unserved = server.raw.get("unserved")
+    if unserved:
+        print(f"seqd streams: partition(s) {', '.join(map(str, unserved))} had no owner while the list was read "
+              "(moving between replicas, or none up): their streams are not listed", file=sys.stderr)
 
 
 def _memory(row) -> str:

@@ -51,6 +51,7 @@ EVENTS = "seqd.events"
 QUEUE_GROUP = "seqd"
 CLUSTER_BUCKET = "seqd-cluster"
 STATS_WAIT = 0.5  # seconds a fleet-wide stats waits for the replicas that have not answered yet
+UNSERVED_WAIT = 0.2  # seconds before a fleet-wide stats is asked again, while a partition is between owners
 CLUSTER_RETRIES = 8  # a cluster client's resends after a timeout by default: 5 s x 9 attempts outlast a move
 # after a crash (the lease's 15 s and a keeper's round, docs/cluster.md)
 NO_RESPONDER_WAIT = (0.05, 0.5)  # seconds between resends to a subject nobody listens to (first, most)
@@ -195,7 +196,7 @@ class NatsLink:
         nc = await self.connection()
         data = protocol.encode_request(ex.request)
         if ex.endpoint == CONTROL_STATS:
-            return await self._gather(nc, data, ex, deadline)
+            return await self._fleet_stats(nc, data, ex, deadline)
         delay = NO_RESPONDER_WAIT[0]
         while (remaining := deadline - time.monotonic()) > 0:
             subject = await self._subject(ex.endpoint, deadline)
@@ -235,6 +236,25 @@ class NatsLink:
         if partitions is None:
             return None
         return request_subject(partition_of(endpoint[len(STREAM_PREFIX):], partitions))
+
+    async def _fleet_stats(self, nc, data: bytes, ex: Exchange, deadline: float) -> Reply | None:
+        """The fleet's ``stats``, asked again (every :data:`UNSERVED_WAIT` seconds, within the attempt's time)
+        while some partition is served by no replica that answered: a partition moving from one replica to
+        another this moment, whose streams neither would list.  Still incomplete at the end, the reply says
+        which partitions (``unserved``)."""
+        while True:
+            reply = await self._gather(nc, data, ex, deadline)
+            if reply is None:
+                return None
+            partitions = await self._partitions(deadline)  # (a replica answered: the cluster exists)
+            if partitions is None:
+                return reply
+            served = {p for r in reply.result["replicas"] for p in r["partitions"]}
+            unserved = sorted(set(range(partitions)) - served)
+            if not unserved or deadline - time.monotonic() < UNSERVED_WAIT + STATS_WAIT:
+                reply.result["unserved"] = unserved
+                return reply
+            await asyncio.sleep(UNSERVED_WAIT)
 
     async def _gather(self, nc, data: bytes, ex: Exchange, deadline: float) -> Reply | None:
         """``stats`` of the whole fleet: every replica answers for itself; the client waits until as many

@@ -33,7 +33,7 @@ from natsd import NatsCluster, server_binary  # noqa: E402
 
 from seqd.clients import Client  # noqa: E402
 from seqd.core.learners import learner_for  # noqa: E402
-from seqd.daemon.cluster.placement import owner_of  # noqa: E402
+from seqd.daemon.cluster.placement import owner_of, partition_of  # noqa: E402
 from seqd.daemon.models import make_config  # noqa: E402
 
 if server_binary() is None:
@@ -179,6 +179,10 @@ def test_every_acknowledged_batch_survives_kills_a_pause_and_the_logs_leader_bit
 
             marks.append(("SIGTERM r2: it hands its partitions over", time.monotonic(), PLANNED))
             procs["r2"].send_signal(signal.SIGTERM)
+            # the fleet's listing while r2's partitions move: every stream, or its partition said to be unserved
+            listing = client.stats()
+            missing = set(names) - set(listing.streams)
+            assert all(partition_of(n, PARTITIONS) in listing.raw["unserved"] for n in missing), listing.raw
             assert procs["r2"].wait(60) == 0
             settled(client, {"r0", "r1"})
             feeding(3)

@@ -89,6 +89,7 @@ def test_streams_survive_a_hand_off_and_a_kill_bit_for_bit(tmp_path):
             wait_for(lambda: len(client.stats().raw["replicas"]) == 3
                      and all(r["partitions"] for r in client.stats().raw["replicas"]), 90,
                      "three replicas serving")
+            assert client.stats().raw["unserved"] == []
             names = [f"s{k}.log" for k in range(STREAMS)]
             for name in names:
                 client.create(name, preset="ctw", exist_ok=True)  # (a replica's first learner loads its kernels)

@@ -38,6 +38,7 @@ MSG_ID = "Nats-Msg-Id"
 APPEND_ATTEMPT = 2.0  # seconds an append waits for its acknowledgement before it is sent again (same id)
 REPLAY_BATCH = 512  # records a replay asks for at a time
 REPLAY_WAIT = 5.0  # seconds a replay waits for the next records before the engine is taken to fail
+REPLAY_RETRY_FOR = 30.0  # seconds a replay keeps trying while the engine cannot answer
 REPLAY_IDLE = 30.0  # seconds after which JetStream removes a replay's consumer its reader left behind
 
 
@@ -107,7 +108,9 @@ class StreamLog:
 
         They come through a consumer of their own (in memory, on one node, removed at the end or
         :data:`REPLAY_IDLE` seconds after its reader went away), :data:`REPLAY_BATCH` records a request: a
-        take-over replays a partition's streams in a few requests each, not one per record."""
+        take-over replays a partition's streams in a few requests each, not one per record.  While the engine
+        cannot answer (a node failing over) a new consumer goes on from the next record, for up to
+        :data:`REPLAY_RETRY_FOR` seconds."""
         import uuid
 
         from nats.js import api
@@ -115,24 +118,31 @@ class StreamLog:
         last = await self.last(subject)
         if last is None or last[0] <= after:
             return
-        end, name = last[0], f"seqd-replay-{uuid.uuid4().hex}"
-        await self.js.add_consumer(LOG_STREAM, config=api.ConsumerConfig(
-            name=name, filter_subject=subject, deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
-            opt_start_seq=after + 1, ack_policy=api.AckPolicy.NONE, mem_storage=True, num_replicas=1,
-            inactive_threshold=REPLAY_IDLE))
-        try:
-            reader = await self.js.pull_subscribe_bind(consumer=name, stream=LOG_STREAM)
-            seq = after
-            while seq < end:
-                for msg in await reader.fetch(REPLAY_BATCH, timeout=REPLAY_WAIT):
-                    seq = msg.metadata.sequence.stream
-                    yield seq, chain.check(msg.data or b"", seq)
-            await reader.unsubscribe()
-        finally:
+        end, seq, delay = last[0], after, 0.05
+        deadline = asyncio.get_running_loop().time() + REPLAY_RETRY_FOR
+        while seq < end:
+            name = f"seqd-replay-{uuid.uuid4().hex}"
             try:
-                await self.js.delete_consumer(LOG_STREAM, name)
-            except Exception:
-                pass  # it goes by itself once idle
+                await self.js.add_consumer(LOG_STREAM, config=api.ConsumerConfig(
+                    name=name, filter_subject=subject, deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+                    opt_start_seq=seq + 1, ack_policy=api.AckPolicy.NONE, mem_storage=True, num_replicas=1,
+                    inactive_threshold=REPLAY_IDLE))
+                reader = await self.js.pull_subscribe_bind(consumer=name, stream=LOG_STREAM)
+                while seq < end:
+                    for msg in await reader.fetch(REPLAY_BATCH, timeout=REPLAY_WAIT):
+                        seq = msg.metadata.sequence.stream
+                        yield seq, chain.check(msg.data or b"", seq)
+                await reader.unsubscribe()
+            except Exception as e:  # the engine failing over: a new consumer from the next record
+                if not transient(e) or asyncio.get_running_loop().time() > deadline:
+                    raise
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+            finally:
+                try:
+                    await self.js.delete_consumer(LOG_STREAM, name)
+                except Exception:
+                    pass  # it goes by itself once idle
 
     async def compact(self, subject: str, keep: int) -> None:
         """Remove the subject's records below sequence ``keep``, keeping the record at ``keep`` and after."""

@@ -44,25 +44,25 @@ from ...clients import cluster as C
 from ...clients import protocol as P
 from ...clients.protocol import Reply, Request
 from ...core.learners import learner_for, model_of
-from .. import snapshot_file, stream_meta, wal
+from .. import stream_meta, wal
 from ..config import ServeConfig
-from ..learner_store import RECENT, learner_bound, resident_bytes
+from ..learner_store import resident_bytes
 from ..models import config_dict, make_config
 from ..requests import prediction
-from ..views import recent_after
 from .engine import ClusterSettings, Engine, connect
 from .keeper import PartitionKeeper
-from .telemetry import ReplicaTelemetry
-from .log import Fenced, StreamLog, StreamWriter, Tail
-from .residency import Residency
-from .stream import ClusterStream, symbols_of
+from .loading import Loader
+from .log import Fenced, StreamLog, StreamWriter
 from .ownership import Lease
 from .placement import name_of, partition_of, subject_of
-from .records import BATCH, CREATE, DROP, Chain, digest
+from .residency import Residency
 from .snapshots import Pointer, Snapshots
+from .stream import ClusterStream, symbols_of
+from .telemetry import ReplicaTelemetry
 
 log = logging.getLogger("seqd")
 
+LEFT_SECONDS = 2.0  # a request for a partition that left this long ago or less is answered "busy, send again"
 LOADS_AT_ONCE = 8  # a gained partition's streams loading at once: their requests to the engine overlap
 
 
@@ -86,12 +86,12 @@ class Replica:
         self.limits = P.Limits(max_message_bytes=config.max_message_bytes, max_batch_symbols=config.max_batch_symbols)
         self.pool = ThreadPoolExecutor(max_workers=config.worker_count, thread_name_prefix="seqd-worker")
         self.held: dict[int, Held] = {}
-        self._replayed = 0  # log records replayed by take-overs, in all
+        self.left: dict[int, float] = {}  # when each partition given up last left (monotonic)
         self.started = time.time()
         self.engine: Engine | None = None
         self.keeper: PartitionKeeper | None = None
         self.residency = Residency(config.max_state_bytes, config.hibernate_after_seconds, self._snapshot,
-                                   self._read)
+                                   lambda stream: self.loader.read(stream))
         self.registry = CollectorRegistry()
         self.telemetry = ReplicaTelemetry(self.registry, self)
 
@@ -104,6 +104,7 @@ class Replica:
                                               self.telemetry)
         self.engine = await connect(self.settings, name=f"seqd-{self.member}")
         self.log, self.snapshots = StreamLog(self.engine), Snapshots(self.engine)
+        self.loader = Loader(self.log, self.snapshots, self.pool, self.config.max_state_bytes)
         nc = self.engine.nc
         self.keeper = PartitionKeeper(self.engine, self.member, {"version": __version__},
                                       on_gain=self.gain, on_lose=self.lose, on_released=self._released)
@@ -160,12 +161,12 @@ class Replica:
     # -- partitions moving -------------------------------------------------------------------------
     async def gain(self, partition: int, lease: Lease) -> None:
         t0 = time.monotonic()
-        held, replayed = Held(lease), self._replayed
+        held, replayed = Held(lease), self.loader.replayed
         loading = asyncio.Semaphore(LOADS_AT_ONCE)
 
         async def load(subject: str) -> None:
             async with loading:
-                stream = await self._load(name_of(subject), subject, lease)
+                stream = await self.loader.load(name_of(subject), subject, lease)
             if stream is not None:
                 held.streams[stream.name] = stream
 
@@ -181,73 +182,7 @@ class Replica:
         seconds = time.monotonic() - t0
         self.telemetry.stall.observe(seconds)
         log.info("replica %s serves partition %d: %d stream(s) loaded in %.2f s (%d log records replayed)",
-                 self.member, partition, len(held.streams), seconds, self._replayed - replayed)
-
-    async def _load(self, name: str, subject: str, lease: Lease) -> ClusterStream | None:
-        """A stream from its snapshot and log (the same bits as its last owner's), or None if it was dropped
-        (its remains are removed)."""
-        loop = asyncio.get_running_loop()
-        pointer = await self.snapshots.latest(name)
-        learner, created, config, position, code_bits, recent, batches = None, 0.0, None, 0, 0.0, None, []
-        if pointer is not None:
-            _, created, config = stream_meta.parse(pointer.meta, f"the snapshot pointer of {name}", name,
-                                                   self.config.max_state_bytes)
-            tail = Tail(pointer.seq, pointer.digest, pointer.position)
-            last = await self.log.last(subject)
-            if last is not None and last[0] == pointer.seq:  # nothing after the snapshot: taken up asleep
-                writer = StreamWriter(self.log, name, subject, tail, lease.token)
-                return ClusterStream.asleep_at(name, created, config, writer, pointer.position, pointer.seq)
-            position, code_bits, recent, learner, batches = await self._read_snapshot(name, pointer, config)
-            chain, after = Chain(start=pointer.chain_start), pointer.seq
-        else:
-            chain, after, tail = Chain(), 0, None
-        batch_ids = list(batches)
-        async for seq, record in self.log.records(subject, after, chain):
-            if record.kind == CREATE:
-                _, created, config = stream_meta.parse(record.body, f"the log of {name}", name,
-                                                       self.config.max_state_bytes)
-                learner = learner_for(config)
-            elif record.kind == BATCH:
-                symbols = symbols_of(record.body, record.itemsize)
-                bits = await loop.run_in_executor(self.pool, learner.learn, symbols)
-                code_bits += float(bits.sum())
-                recent = recent_after(recent, bits)
-                if record.batch_id:
-                    batch_ids.append((record.batch_id, record.position, record.end))
-            elif record.kind == DROP:
-                await self._remove(name, subject)
-                return None
-            tail = Tail(seq, digest(record.encode()), record.end)
-            self._replayed += 1
-        if learner is None:
-            return None
-        writer = StreamWriter(self.log, name, subject, tail, lease.token)
-        return ClusterStream(name, created, config, writer, learner, learner.stats["symbols"], code_bits, recent,
-                             batch_ids, snapshot_seq=pointer.seq if pointer is not None else 0)
-
-    async def _read_snapshot(self, name: str, pointer: Pointer, config):
-        """(position, code_bits, recent, learner, batches) of the snapshot ``pointer`` names."""
-        data = await self.snapshots.read(name, pointer)
-        read = await asyncio.get_running_loop().run_in_executor(
-            self.pool, lambda: snapshot_file.read_bytes(data, f"snapshot {name}/{pointer.seq}", RECENT,
-                                                        learner_bound(config), model_of(config).learner))
-        position, learner = read[0], read[3]
-        if learner.config != config or position != pointer.position:
-            raise ValueError(f"the snapshot of {name} does not match its pointer")
-        return read
-
-    async def _read(self, stream: ClusterStream) -> None:
-        """A hibernated stream's learner back from its snapshot (``Residency.wake``)."""
-        pointer = await self.snapshots.latest(stream.name)
-        if pointer is None or pointer.seq != stream.snapshot_seq:
-            raise ValueError(f"stream {stream.name}: its snapshot pointer moved while it slept here")
-        position, code_bits, recent, learner, batches = await self._read_snapshot(stream.name, pointer,
-                                                                                  stream.config)
-        stream.woken(learner, position, code_bits, recent, batches)
-
-    async def _remove(self, name: str, subject: str) -> None:
-        await self.snapshots.forget(name)
-        await self.engine.js.purge_stream("SEQD_LOG", subject=subject)
+                 self.member, partition, len(held.streams), seconds, self.loader.replayed - replayed)
 
     async def lose(self, partition: int, planned: bool) -> None:
         held = self.held.get(partition)
@@ -261,11 +196,12 @@ class Replica:
                     log.warning("stream %s: not snapshotted at hand-off: %s: %s", stream.name,
                                 type(exc).__name__, exc)
         del self.held[partition]
+        self.left[partition] = time.monotonic()
         for stream in held.streams.values():
             self.residency.forget(stream)
         if held.subscription is not None:
-            try:
-                await held.subscription.unsubscribe()
+            try:  # the requests already on their way here are handed to _on_request, which sends them on
+                await held.subscription.drain()
             except Exception:
                 pass
         others = held.inflight - {asyncio.current_task()}  # (a request that found itself fenced is one)
@@ -299,7 +235,14 @@ class Replica:
     async def _on_request(self, partition: int, msg) -> None:
         held = self.held.get(partition)
         if held is None or self.keeper.lease(partition) is None:
-            return  # not ours (any more): the owner answers, or the client sends again
+            # not ours (any more): the owner answers, or the client sends it again.  One that came just as the
+            # partition left is answered "busy", so that the client sends it again at once rather than after
+            # its attempt's time: nobody else has it
+            if msg.reply and time.monotonic() - self.left.get(partition, -LEFT_SECONDS) < LEFT_SECONDS:
+                await msg.respond(P.encode_reply(Reply.failure(
+                    P.request_id(msg.data), P.BUSY, f"partition {partition} is moving to another replica",
+                    retry_after_ms=50)))
+            return
         task = asyncio.current_task()
         held.inflight.add(task)
         try:
@@ -334,8 +277,8 @@ class Replica:
             raise P.ProtocolError(P.NO_SUCH_STREAM, f"no stream named {req.stream!r}")
         if req.op == "publish":
             return await self._publish(stream, req)
-        if req.op in ("predict", "stats") and stream.view is None:
-            await self.residency.wake(stream)  # taken up asleep: its snapshot read on its first request
+        if req.op == "predict" and stream.view is None:
+            await self.residency.wake(stream)  # taken up asleep: its snapshot read on its first prediction
         if req.op == "predict":
             if stream.view.position < req.min_position:
                 try:
@@ -355,7 +298,7 @@ class Replica:
                 await stream.writer.drop()
                 del held.streams[stream.name]
                 self.residency.forget(stream)
-            await self._remove(stream.name, stream.writer.subject)
+            await self.loader.remove(stream.name, stream.writer.subject)
             return Reply.success(req.id, stream=stream.name, dropped=True)
         raise P.ProtocolError(P.UNKNOWN_OP, f"unknown operation {req.op!r}")
 
@@ -467,7 +410,10 @@ class Replica:
             await msg.respond(P.encode_reply(reply))
 
     def _stream_stats(self, stream: ClusterStream, partition: int) -> dict:
-        return dict(stream.view.stats, stream=stream.name, accepted=stream.accepted, queued=stream.queued,
+        known = (stream.view.stats if stream.view is not None  # (taken up asleep: what the pointer says)
+                 else dict(position=stream.position, alphabet_cap=stream.config.alphabet_cap,
+                           model=model_of(stream.config).name))
+        return dict(known, stream=stream.name, accepted=stream.accepted, queued=stream.queued,
                     config=config_dict(stream.config), created=stream.created, resident=not stream.asleep,
                     state="hibernated" if stream.asleep else "live", broken=None, partition=partition,
                     member=self.member, uptime_seconds=time.time() - self.started)

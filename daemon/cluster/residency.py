@@ -13,10 +13,11 @@ read back (the same bits), and the batch is learned.  A stream hibernates
 * when it has been idle for ``hibernate_after_seconds`` (0: never).
 
 A partition gained whose stream's snapshot covers its whole log is taken up
-*asleep*, with nothing read: such a stream moves for free.  Its first request
-reads the snapshot (``wake``) before it is answered, and a publish reads it
-before its batch id is checked (the ids the stream has seen are in the
-snapshot).
+*asleep*, with nothing read: such a stream moves for free.  Its first
+prediction reads the snapshot (``wake``) before it is answered, and its first
+publish reads it before its batch id is checked (the ids the stream has seen
+are in the snapshot); ``stats`` answers from the pointer (its position and
+model; its code length is unknown until then).
 
 Each stream counts :data:`~seqd.daemon.budget.STREAM_BYTES` for as long as
 the replica serves it, and its learner's bytes while the learner is in

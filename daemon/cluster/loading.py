@@ -1,0 +1,93 @@
+"""Loading a replica's streams (``replica.py``): from a snapshot and the log records after it, each checked by
+the chain and learned as the first owner learned it (the same bits); a stream whose snapshot covers its whole
+log taken up asleep (``residency.py``), its snapshot read back only when it wakes."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import Executor
+
+from ...core.learners import learner_for, model_of
+from .. import snapshot_file, stream_meta
+from ..learner_store import RECENT, learner_bound
+from ..views import recent_after
+from .engine import LOG_STREAM
+from .log import StreamLog, StreamWriter, Tail
+from .ownership import Lease
+from .records import BATCH, CREATE, DROP, Chain, digest
+from .snapshots import Pointer, Snapshots
+from .stream import ClusterStream, symbols_of
+
+
+class Loader:
+    """Streams read from the engine: their snapshots and logs, learned on ``pool``."""
+
+    def __init__(self, log: StreamLog, snapshots: Snapshots, pool: Executor, max_state_bytes: int):
+        self.log, self.snapshots, self.pool, self.max_state_bytes = log, snapshots, pool, max_state_bytes
+        self.replayed = 0  # log records replayed, in all
+
+    async def load(self, name: str, subject: str, lease: Lease) -> ClusterStream | None:
+        """A stream from its snapshot and log (the same bits as its last owner's), or None if it was dropped
+        (its remains are removed)."""
+        loop = asyncio.get_running_loop()
+        pointer = await self.snapshots.latest(name)
+        learner, created, config, position, code_bits, recent, batches = None, 0.0, None, 0, 0.0, None, []
+        if pointer is not None:
+            _, created, config = stream_meta.parse(pointer.meta, f"the snapshot pointer of {name}", name,
+                                                   self.max_state_bytes)
+            tail = Tail(pointer.seq, pointer.digest, pointer.position)
+            last = await self.log.last(subject)
+            if last is not None and last[0] == pointer.seq:  # nothing after the snapshot: taken up asleep
+                writer = StreamWriter(self.log, name, subject, tail, lease.token)
+                return ClusterStream.asleep_at(name, created, config, writer, pointer.position, pointer.seq)
+            position, code_bits, recent, learner, batches = await self.read_snapshot(name, pointer, config)
+            chain, after = Chain(start=pointer.chain_start), pointer.seq
+        else:
+            chain, after, tail = Chain(), 0, None
+        batch_ids = list(batches)
+        async for seq, record in self.log.records(subject, after, chain):
+            if record.kind == CREATE:
+                _, created, config = stream_meta.parse(record.body, f"the log of {name}", name,
+                                                       self.max_state_bytes)
+                learner = learner_for(config)
+            elif record.kind == BATCH:
+                symbols = symbols_of(record.body, record.itemsize)
+                bits = await loop.run_in_executor(self.pool, learner.learn, symbols)
+                code_bits += float(bits.sum())
+                recent = recent_after(recent, bits)
+                if record.batch_id:
+                    batch_ids.append((record.batch_id, record.position, record.end))
+            elif record.kind == DROP:
+                await self.remove(name, subject)
+                return None
+            tail = Tail(seq, digest(record.encode()), record.end)
+            self.replayed += 1
+        if learner is None:
+            return None
+        writer = StreamWriter(self.log, name, subject, tail, lease.token)
+        return ClusterStream(name, created, config, writer, learner, learner.stats["symbols"], code_bits, recent,
+                             batch_ids, snapshot_seq=pointer.seq if pointer is not None else 0)
+
+    async def read_snapshot(self, name: str, pointer: Pointer, config):
+        """(position, code_bits, recent, learner, batches) of the snapshot ``pointer`` names."""
+        data = await self.snapshots.read(name, pointer)
+        read = await asyncio.get_running_loop().run_in_executor(
+            self.pool, lambda: snapshot_file.read_bytes(data, f"snapshot {name}/{pointer.seq}", RECENT,
+                                                        learner_bound(config), model_of(config).learner))
+        position, learner = read[0], read[3]
+        if learner.config != config or position != pointer.position:
+            raise ValueError(f"the snapshot of {name} does not match its pointer")
+        return read
+
+    async def read(self, stream: ClusterStream) -> None:
+        """A hibernated stream's learner back from its snapshot (``Residency.wake``)."""
+        pointer = await self.snapshots.latest(stream.name)
+        if pointer is None or pointer.seq != stream.snapshot_seq:
+            raise ValueError(f"stream {stream.name}: its snapshot pointer moved while it slept here")
+        position, code_bits, recent, learner, batches = await self.read_snapshot(stream.name, pointer,
+                                                                                  stream.config)
+        stream.woken(learner, position, code_bits, recent, batches)
+
+    async def remove(self, name: str, subject: str) -> None:
+        await self.snapshots.forget(name)
+        await self.log.js.purge_stream(LOG_STREAM, subject=subject)
