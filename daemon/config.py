@@ -32,7 +32,8 @@ SECTIONS = {
     "metrics": ("stream_labels", "max_labelled_streams"),
     "security": ("curve_secret_key_file", "curve_authorized_keys_dir"),
     # (a cluster's keys are its fields without their prefix: [cluster] servers = ... sets cluster_servers)
-    "cluster": ("cluster_servers", "cluster_member", "cluster_partitions", "cluster_replicas", "cluster_lease_ttl"),
+    "cluster": ("cluster_servers", "cluster_member", "cluster_partitions", "cluster_replicas", "cluster_lease_ttl",
+                "cluster_warm"),
 }
 PREFIXED = {"cluster": "cluster_"}  # sections whose keys are their fields' names less a prefix
 MAX_LABELLED_STREAMS = 256  # a hard ceiling on per-stream series, whatever the configuration says
@@ -73,10 +74,16 @@ class ServeConfig:
     cluster_partitions: int = 16  # fixed when the cluster is created
     cluster_replicas: int = 3  # JetStream replicas of the log and the buckets: 1, 3 or 5
     cluster_lease_ttl: float = 15.0  # seconds: partition leases' and heartbeats' lifetime
+    cluster_warm: tuple[str, ...] = ("bytes",)  # presets whose kernels a replica loads before it joins
     # (a flag only, `seqd serve --repair`, never in the file: an operator's decision for one start)
     repair: bool = False  # a damaged write-ahead log is cut where its damage starts, and its stream served
 
     def __post_init__(self):
+        if isinstance(self.cluster_warm, str):
+            object.__setattr__(self, "cluster_warm", (self.cluster_warm,))
+        object.__setattr__(self, "cluster_warm", tuple(self.cluster_warm))
+        if not all(isinstance(p, str) for p in self.cluster_warm):
+            raise ValueError(f"[cluster] warm must be a list of preset names, got {self.cluster_warm!r}")
         if isinstance(self.cluster_servers, str):
             object.__setattr__(self, "cluster_servers", tuple(u for u in self.cluster_servers.split(",") if u))
         object.__setattr__(self, "cluster_servers", tuple(self.cluster_servers))

@@ -55,7 +55,7 @@ PLANNED = 2.0
 
 def replica(url: str, member: str, root) -> subprocess.Popen:
     config = root / "seqd.toml"  # snapshots now and then, so that a take-over reads one and replays the rest
-    config.write_text("[durability]\nsnapshot_interval_symbols = 3000\n")
+    config.write_text('[durability]\nsnapshot_interval_symbols = 3000\n[cluster]\nwarm = ["ctw"]\n')
     return subprocess.Popen(
         [sys.executable, "-m", "seqd", "serve", "--config", str(config), "--cluster", url, "--member", member,
          "--replicas", "3", "--partitions", str(PARTITIONS), "--lease-ttl", str(TTL), "--workers", "1",

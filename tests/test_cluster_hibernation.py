@@ -38,7 +38,8 @@ IDLE = 4.0  # hibernate_after_seconds
 
 def replica(url: str, member: str, root) -> subprocess.Popen:
     config = root / f"{member}.toml"
-    config.write_text(f"[limits]\nmax_state_bytes = {LIMIT}\nhibernate_after_seconds = {IDLE}\n")
+    config.write_text(f'[limits]\nmax_state_bytes = {LIMIT}\nhibernate_after_seconds = {IDLE}\n'
+                      '[cluster]\nwarm = ["ctw"]\n')
     return subprocess.Popen(
         [sys.executable, "-m", "seqd", "serve", "--config", str(config), "--cluster", url, "--member", member,
          "--replicas", "1", "--partitions", "8", "--lease-ttl", "3", "--metrics-port", "0", "--workers", "1"],

@@ -39,7 +39,7 @@ STREAMS = 12
 
 def replica(url: str, member: str, log_dir, metrics_port: int = 0) -> subprocess.Popen:
     config = log_dir / "seqd.toml"  # snapshots every 200 symbols: a take-over reads one, then replays the rest
-    config.write_text("[durability]\nsnapshot_interval_symbols = 200\n")
+    config.write_text('[durability]\nsnapshot_interval_symbols = 200\n[cluster]\nwarm = ["ctw"]\n')
     return subprocess.Popen(
         [sys.executable, "-m", "seqd", "serve", "--config", str(config), "--cluster", url, "--member", member,
          "--replicas", "1",

@@ -19,7 +19,9 @@ Every round (:meth:`PartitionKeeper.step`, each ``ttl / 4`` seconds by
    takes it up at once, not after the TTL or at its next round;
 5. acquires the partitions it should own and nobody holds, and hands each
    to ``on_gain(p, lease)`` (the owner's part: load the snapshots, replay
-   the logs).  If ``on_gain`` fails, the lease is released again and the
+   the logs; the replica does it in a task of its own, so that the rounds
+   go on meanwhile, and gives the partition back with :meth:`give_back` if
+   it cannot).  If ``on_gain`` fails, the lease is released again and the
    error raised: a partition is never held by a replica that does not serve
    it.
 
@@ -93,6 +95,14 @@ class PartitionKeeper:
             await self.on_lose(partition, planned)
         finally:
             self.held.pop(partition, None)
+
+    async def give_back(self, partition: int) -> None:
+        """A partition the owner could not take up: lost (``on_lose(p, planned=False)``) and its lease released,
+        so that another round, or another replica, tries again."""
+        lease = self.held.get(partition)
+        await self.lose(partition, False)
+        if lease is not None and lease.held():
+            await self.leases.release(lease)
 
     async def _hand_off(self, partition: int, lease: Lease) -> None:
         """A planned hand-off: ``on_lose(p, planned=True)``, the lease released, and ``on_released(p)``, so that

@@ -19,6 +19,22 @@ from .snapshots import Pointer, Snapshots
 from .stream import ClusterStream, symbols_of
 
 
+WARM_TEXT = b"GET /index.html 200 0.012 user=alice\nPOST /api/items 201 0.034 user=bob\n" * 8
+
+
+def warm_kernels(presets) -> None:
+    """A learner of each preset built and fed a little (on a worker thread): its kernels loaded from the cache,
+    or compiled on a first run, before the replica takes any partition over."""
+    import numpy as np
+
+    from ..models import make_config
+
+    for preset in presets:
+        learner = learner_for(make_config(preset, None))
+        learner.learn(np.frombuffer(WARM_TEXT, dtype=np.uint8))
+        learner.predict_proba_one()
+
+
 class Loader:
     """Streams read from the engine: their snapshots and logs, learned on ``pool``."""
 

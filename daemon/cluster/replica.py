@@ -51,7 +51,7 @@ from ..models import config_dict, make_config
 from ..requests import prediction
 from .engine import ClusterSettings, Engine, connect
 from .keeper import PartitionKeeper
-from .loading import Loader
+from .loading import Loader, warm_kernels
 from .log import Fenced, StreamLog, StreamWriter
 from .ownership import Lease
 from .placement import name_of, partition_of, subject_of
@@ -87,6 +87,7 @@ class Replica:
         self.pool = ThreadPoolExecutor(max_workers=config.worker_count, thread_name_prefix="seqd-worker")
         self.held: dict[int, Held] = {}
         self.left: dict[int, float] = {}  # when each partition given up last left (monotonic)
+        self.loading: dict[int, asyncio.Task] = {}  # partitions gained whose streams are loading
         self.started = time.time()
         self.engine: Engine | None = None
         self.keeper: PartitionKeeper | None = None
@@ -98,10 +99,15 @@ class Replica:
     # -- running ---------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
         metrics = None
-        if self.config.metrics_port:  # first: a port taken stops the replica before it joins
+        if self.config.metrics_port:  # first: a port taken stops the replica before it joins (/readyz: starting)
             from ..metrics import start_metrics_server
             metrics, _ = start_metrics_server(self.registry, self.config.metrics_host, self.config.metrics_port,
                                               self.telemetry)
+        if self.config.cluster_warm:  # before joining: a take-over must not wait for kernels to compile or load
+            t0 = time.monotonic()
+            await asyncio.get_running_loop().run_in_executor(self.pool, warm_kernels, self.config.cluster_warm)
+            log.info("replica %s: kernels of %s ready in %.1f s", self.member, ", ".join(self.config.cluster_warm),
+                     time.monotonic() - t0)
         self.engine = await connect(self.settings, name=f"seqd-{self.member}")
         self.log, self.snapshots = StreamLog(self.engine), Snapshots(self.engine)
         self.loader = Loader(self.log, self.snapshots, self.pool, self.config.max_state_bytes)
@@ -160,6 +166,24 @@ class Replica:
 
     # -- partitions moving -------------------------------------------------------------------------
     async def gain(self, partition: int, lease: Lease) -> None:
+        """Take the partition up: its streams load in a task of their own, so that the keeper's rounds (every
+        lease's renewal) go on while a long replay runs; the partition is served once they are loaded."""
+        self.loading[partition] = asyncio.create_task(self._take_up(partition, lease))
+
+    async def _take_up(self, partition: int, lease: Lease) -> None:
+        try:
+            await self._load_partition(partition, lease)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # given back rather than held unserved; another round or replica tries again
+            log.error("replica %s: partition %d could not be taken up: %s: %s", self.member, partition,
+                      type(exc).__name__, exc)
+            self.loading.pop(partition, None)
+            await self.keeper.give_back(partition)
+        finally:
+            self.loading.pop(partition, None)
+
+    async def _load_partition(self, partition: int, lease: Lease) -> None:
         t0 = time.monotonic()
         held, replayed = Held(lease), self.loader.replayed
         loading = asyncio.Semaphore(LOADS_AT_ONCE)
@@ -185,6 +209,10 @@ class Replica:
                  self.member, partition, len(held.streams), seconds, self.loader.replayed - replayed)
 
     async def lose(self, partition: int, planned: bool) -> None:
+        loading = self.loading.pop(partition, None)
+        if loading is not None and loading is not asyncio.current_task():
+            loading.cancel()
+            await asyncio.gather(loading, return_exceptions=True)
         held = self.held.get(partition)
         if held is None:
             return
@@ -415,6 +443,7 @@ class Replica:
                            model=model_of(stream.config).name))
         return dict(known, stream=stream.name, accepted=stream.accepted, queued=stream.queued,
                     config=config_dict(stream.config), created=stream.created, resident=not stream.asleep,
+                    state_bytes=stream.counted or None,
                     state="hibernated" if stream.asleep else "live", broken=None, partition=partition,
                     member=self.member, uptime_seconds=time.time() - self.started)
 
