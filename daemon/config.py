@@ -37,6 +37,8 @@ SECTIONS = {
 }
 PREFIXED = {"cluster": "cluster_"}  # sections whose keys are their fields' names less a prefix
 MAX_LABELLED_STREAMS = 256  # a hard ceiling on per-stream series, whatever the configuration says
+SNAPSHOT_SYMBOLS = 1 << 22  # [durability] snapshot_interval_symbols's default
+CLUSTER_SNAPSHOT_SYMBOLS = 1 << 18  # ... and a cluster replica's: it bounds a take-over's replay
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,9 @@ class ServeConfig:
     # [durability]
     fsync: bool = True  # acknowledge a batch only once its write-ahead log record is on disk
     snapshot_interval_seconds: float = 300.0
-    snapshot_interval_symbols: int = 1 << 22  # also bounds the replay after a crash
+    # also bounds the replay after a crash; None: 4 Mi symbols, or 256 Ki for a cluster replica, whose replay
+    # after a crash is a take-over that clients wait for (a byte stream learns some 40-70 KB/s: about 5 s)
+    snapshot_interval_symbols: int | None = None
     # [metrics]
     stream_labels: tuple[str, ...] = ("*",)  # names or glob patterns of streams with their own labelled series
     max_labelled_streams: int = 32  # at most this many (the first matching, by name): label sets stay bounded
@@ -79,6 +83,9 @@ class ServeConfig:
     repair: bool = False  # a damaged write-ahead log is cut where its damage starts, and its stream served
 
     def __post_init__(self):
+        if self.snapshot_interval_symbols is None:
+            object.__setattr__(self, "snapshot_interval_symbols",
+                               CLUSTER_SNAPSHOT_SYMBOLS if self.cluster_servers else SNAPSHOT_SYMBOLS)
         if isinstance(self.cluster_warm, str):
             object.__setattr__(self, "cluster_warm", (self.cluster_warm,))
         object.__setattr__(self, "cluster_warm", tuple(self.cluster_warm))

@@ -105,3 +105,11 @@ def test_a_cluster_is_configured_by_its_section_or_the_flags():
         ServeConfig.load(text="[cluster]\nserver = 1\n")
     with pytest.raises(ValueError, match="nats:// URLs"):
         ServeConfig.load(text='[cluster]\nservers = ["tcp://a:1"]\n')
+    # a replica snapshots more often by default (it bounds a take-over's replay); a setting is kept
+    assert (ServeConfig.load().snapshot_interval_symbols, config.snapshot_interval_symbols) == (1 << 22, 1 << 18)
+    assert ServeConfig.load(text="[durability]\nsnapshot_interval_symbols = 5000\n",
+                            overrides={"cluster_servers": "nats://a:1"}).snapshot_interval_symbols == 5000
+    assert config.cluster_warm == ("bytes",)
+    assert ServeConfig.load(text='[cluster]\nwarm = ["ctw", "glnn"]\n').cluster_warm == ("ctw", "glnn")
+    with pytest.raises(ValueError, match="preset names"):
+        ServeConfig.load(text="[cluster]\nwarm = [1]\n")
