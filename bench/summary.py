@@ -136,6 +136,24 @@ def _daemon(text: str) -> list[str]:
     return out or ["- The daemon: no sections yet."]
 
 
+def _cluster(text: str) -> list[str]:
+    block = section(text, "cluster")
+    if block is None:
+        return ["- The cluster: no `cluster` section yet."]
+    ingest, append, move = tables(block)[:3]
+    rates = " / ".join(r["aggregate KiB/s"] for r in ingest)
+    sizes = " / ".join(r["replicas"] for r in ingest)
+    js = next(r for r in append if r["log"].startswith("JetStream"))
+    wal = next(r for r in append if r["log"].startswith("local"))
+    planned = next(r for r in move if r["the owner"].startswith("stopped (SIGTERM): planned"))
+    killed = next(r for r in move if r["the owner"].startswith("killed"))
+    return [f"- **On a cluster** (\"seqd on a cluster\", `python bench/cluster.py`): ingest {rates} KiB/s with "
+            f"{sizes} replicas on 2 cores; a 4 KiB append {js['median ms']} ms median on JetStream against "
+            f"{wal['median ms']} on the local log; a planned move's longest publish {planned['prober' + chr(39) + 's longest publish, s']} s, "
+            f"a kill's {killed['prober' + chr(39) + 's longest publish, s']} s; the fault test in the default run "
+            "(`tests/test_cluster_faults.py`)."]
+
+
 def _table1(text: str) -> list[str]:
     block = section(text, "paper_whole")
     if block is None:
@@ -160,7 +178,8 @@ def _table1(text: str) -> list[str]:
 def summary(text: str) -> str:
     lines = ["Made by `python bench/summary.py` from the sections named; each figure's machine and command are "
              "in its section.", ""]
-    lines += _logs(text) + [""] + _speed(text) + _bitwise(text) + _compressor(text) + _daemon(text) + _table1(text)
+    lines += (_logs(text) + [""] + _speed(text) + _bitwise(text) + _compressor(text) + _daemon(text) + _cluster(text)
+              + _table1(text))
     return "\n".join(lines)
 
 

@@ -29,7 +29,7 @@ def test_tables_read_bold_cells_and_number_repeated_headers():
 def test_a_missing_section_is_named_missing_not_guessed():
     text = "# Benchmarks\n\n<!-- BEGIN summary -->\n<!-- END summary -->\n"
     out = summary.summary(text)
-    for name in ("online_logs", "speed_vs_0_16", "compress_logs", "paper_whole"):
+    for name in ("online_logs", "speed_vs_0_16", "compress_logs", "paper_whole", "cluster"):
         assert f"no `{name}` section yet" in out
 
 
