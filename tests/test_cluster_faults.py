@@ -29,6 +29,7 @@ import pytest
 
 pytest.importorskip("nats", reason="the cluster extra is not installed: pip install 'seqd[cluster]'")
 
+import replicas  # noqa: E402
 from natsd import NatsCluster, server_binary  # noqa: E402
 
 from seqd.clients import Client  # noqa: E402
@@ -54,13 +55,9 @@ PLANNED = 2.0
 
 
 def replica(url: str, member: str, root) -> subprocess.Popen:
-    config = root / "seqd.toml"  # snapshots now and then, so that a take-over reads one and replays the rest
-    config.write_text('[durability]\nsnapshot_interval_symbols = 3000\n[cluster]\nwarm = ["ctw"]\n')
-    return subprocess.Popen(
-        [sys.executable, "-m", "seqd", "serve", "--config", str(config), "--cluster", url, "--member", member,
-         "--replicas", "3", "--partitions", str(PARTITIONS), "--lease-ttl", str(TTL), "--workers", "1",
-         "--metrics-port", "0"],
-        stdout=open(root / f"{member}.log", "a"), stderr=subprocess.STDOUT)
+    # snapshots now and then, so that a take-over reads one and replays the rest
+    toml = '[durability]\nsnapshot_interval_symbols = 3000\n[cluster]\nwarm = ["ctw"]\n'
+    return replicas.start(url, member, root, toml, replicas=3, partitions=PARTITIONS, lease_ttl=TTL)
 
 
 class Feeder(threading.Thread):
@@ -227,17 +224,4 @@ def test_every_acknowledged_batch_survives_kills_a_pause_and_the_logs_leader_bit
     finally:
         for f in feeders:
             f.halt.set()
-        for p in procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGCONT)
-                p.send_signal(signal.SIGTERM)
-        for p in procs.values():
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        nats.stop()
-        for member in ("r0", "r1", "r2"):
-            log = tmp_path / f"{member}.log"
-            if log.exists():
-                sys.stderr.write(f"--- {member}\n{log.read_text()[-4000:]}")
+        replicas.stop(procs, nats, tmp_path)

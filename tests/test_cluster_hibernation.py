@@ -9,15 +9,15 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
 
 pytest.importorskip("nats", reason="the cluster extra is not installed: pip install 'seqd[cluster]'")
 
+import replicas  # noqa: E402
 from natsd import NatsCluster, server_binary  # noqa: E402
+from replicas import wait_for  # noqa: E402
 
 from seqd.clients import Client  # noqa: E402
 from seqd.core.learners import learner_for  # noqa: E402
@@ -37,26 +37,12 @@ IDLE = 4.0  # hibernate_after_seconds
 
 
 def replica(url: str, member: str, root) -> subprocess.Popen:
-    config = root / f"{member}.toml"
-    config.write_text(f'[limits]\nmax_state_bytes = {LIMIT}\nhibernate_after_seconds = {IDLE}\n'
-                      '[cluster]\nwarm = ["ctw"]\n')
-    return subprocess.Popen(
-        [sys.executable, "-m", "seqd", "serve", "--config", str(config), "--cluster", url, "--member", member,
-         "--replicas", "1", "--partitions", "8", "--lease-ttl", "3", "--metrics-port", "0", "--workers", "1"],
-        stdout=open(root / f"{member}.log", "w"), stderr=subprocess.STDOUT)
+    return replicas.start(url, member, root, f'[limits]\nmax_state_bytes = {LIMIT}\nhibernate_after_seconds = {IDLE}\n'
+                          '[cluster]\nwarm = ["ctw"]\n', replicas=1, partitions=8, lease_ttl=3)
 
 
-def replicas(client: Client) -> dict[str, dict]:
+def members(client: Client) -> dict[str, dict]:
     return {r["member"]: r for r in client.stats().raw["replicas"]}
-
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout} s: {what}")
 
 
 def test_learners_sleep_within_the_budget_wake_and_move_asleep_bit_for_bit(tmp_path):
@@ -66,8 +52,8 @@ def test_learners_sleep_within_the_budget_wake_and_move_asleep_bit_for_bit(tmp_p
         url = nats.urls[0]
         procs = {m: replica(url, m, tmp_path) for m in ("r0", "r1")}
         with Client(url, timeout=5) as client:
-            wait_for(lambda: len(replicas(client)) == 2
-                     and sum(len(r["partitions"]) for r in replicas(client).values()) == 8, 90, "two replicas")
+            wait_for(lambda: len(members(client)) == 2
+                     and sum(len(r["partitions"]) for r in members(client).values()) == 8, 90, "two replicas")
             names = [f"app{k}.log" for k in range(STREAMS)]
             fed = {name: [] for name in names}
             for name in names:
@@ -92,7 +78,7 @@ def test_learners_sleep_within_the_budget_wake_and_move_asleep_bit_for_bit(tmp_p
                     assert np.array_equal(np.asarray(got.distribution), learner.predict_proba()), (what, name)
 
             def within_budget():
-                for member, r in replicas(client).items():
+                for member, r in members(client).items():
                     assert r["resident"] <= 2 and r["memory_peak_bytes"] <= LIMIT, (member, r)
 
             feed(4, "first")
@@ -103,14 +89,14 @@ def test_learners_sleep_within_the_budget_wake_and_move_asleep_bit_for_bit(tmp_p
             check("fed again")
 
             # the owner of the most streams hands them over; those asleep are taken up without a read
-            owner = max(replicas(client).values(), key=lambda r: r["streams"])["member"]
+            owner = max(members(client).values(), key=lambda r: r["streams"])["member"]
             other = ({"r0", "r1"} - {owner}).pop()
             moving = [n for n in names if client.stats(n).raw["member"] == owner]
             procs[owner].send_signal(signal.SIGTERM)
             assert procs[owner].wait(30) == 0
-            wait_for(lambda: list(replicas(client)) == [other] and len(replicas(client)[other]["partitions"]) == 8,
+            wait_for(lambda: list(members(client)) == [other] and len(members(client)[other]["partitions"]) == 8,
                      30, f"{other} serving every partition")
-            assert replicas(client)[other]["resident"] <= 2
+            assert members(client)[other]["resident"] <= 2
             # every stream was snapshotted at its tail by the hand-off: all are taken up asleep, nothing read
             taken = [m for m in re.finditer(r"serves partition \d+: (\d+) stream\(s\) loaded in [\d.]+ s "
                                             r"\((\d+) log records replayed\)", (tmp_path / f"{other}.log").read_text())
@@ -122,21 +108,9 @@ def test_learners_sleep_within_the_budget_wake_and_move_asleep_bit_for_bit(tmp_p
             check("fed after the move")
 
             # idle learners hibernate by themselves
-            wait_for(lambda: replicas(client)[other]["resident"] == 0, IDLE + 10, "idle learners asleep")
+            wait_for(lambda: members(client)[other]["resident"] == 0, IDLE + 10, "idle learners asleep")
             check("asleep: answered from their views")
             stats = client.stats(names[0]).raw
             assert stats["state"] == "hibernated" and stats["resident"] is False
     finally:
-        for p in procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs.values():
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        nats.stop()
-        for member in ("r0", "r1"):
-            path = tmp_path / f"{member}.log"
-            if path.exists():
-                sys.stderr.write(f"--- {member}\n{path.read_text()[-3000:]}")
+        replicas.stop(procs, nats, tmp_path)

@@ -15,8 +15,6 @@ import asyncio
 import signal
 import socket
 import subprocess
-import sys
-import time
 import urllib.request
 
 import numpy as np
@@ -24,7 +22,9 @@ import pytest
 
 pytest.importorskip("nats", reason="the cluster extra is not installed: pip install 'seqd[cluster]'")
 
+import replicas  # noqa: E402
 from natsd import NatsCluster, server_binary  # noqa: E402
+from replicas import wait_for  # noqa: E402
 
 from seqd.clients import AsyncClient, Client  # noqa: E402
 from seqd.core.learners import learner_for  # noqa: E402
@@ -38,13 +38,10 @@ STREAMS = 12
 
 
 def replica(url: str, member: str, log_dir, metrics_port: int = 0) -> subprocess.Popen:
-    config = log_dir / "seqd.toml"  # snapshots every 200 symbols: a take-over reads one, then replays the rest
-    config.write_text('[durability]\nsnapshot_interval_symbols = 200\n[cluster]\nwarm = ["ctw"]\n')
-    return subprocess.Popen(
-        [sys.executable, "-m", "seqd", "serve", "--config", str(config), "--cluster", url, "--member", member,
-         "--replicas", "1",
-         "--partitions", "8", "--lease-ttl", str(TTL), "--metrics-port", str(metrics_port), "--workers", "1"],
-        stdout=open(log_dir / f"{member}.log", "w"), stderr=subprocess.STDOUT)
+    # snapshots every 200 symbols: a take-over reads one, then replays the rest
+    toml = '[durability]\nsnapshot_interval_symbols = 200\n[cluster]\nwarm = ["ctw"]\n'
+    return replicas.start(url, member, log_dir, toml, replicas=1, partitions=8, lease_ttl=TTL,
+                          metrics_port=metrics_port)
 
 
 def pointers(url: str) -> list[str]:
@@ -66,16 +63,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout} s: {what}")
 
 
 def test_streams_survive_a_hand_off_and_a_kill_bit_for_bit(tmp_path):
@@ -116,8 +103,8 @@ def test_streams_survive_a_hand_off_and_a_kill_bit_for_bit(tmp_path):
                 feed(3, "after the kill")
                 event = events.recv(timeout=10)
             assert event is not None and event.stream == names[0] and event.position > 0
-            replicas = client.stats().raw["replicas"]
-            assert [r["member"] for r in replicas] == ["r2"] and len(replicas[0]["partitions"]) == 8
+            fleet = client.stats().raw["replicas"]
+            assert [r["member"] for r in fleet] == ["r2"] and len(fleet[0]["partitions"]) == 8
             metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
             assert "seqd_cluster_partitions_owned 8.0" in metrics and "seqd_cluster_moves_total" in metrics
             assert "seqd_cluster_log_append_seconds_count" in metrics
@@ -146,16 +133,4 @@ def test_streams_survive_a_hand_off_and_a_kill_bit_for_bit(tmp_path):
 
             assert asyncio.run(from_asyncio()) == client.predict(names[1], full=True)
     finally:
-        for p in procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs.values():
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        nats.stop()
-        for member in ("r0", "r1", "r2"):
-            log = tmp_path / f"{member}.log"
-            if log.exists():
-                sys.stderr.write(f"--- {member}\n{log.read_text()[-3000:]}")
+        replicas.stop(procs, nats, tmp_path)

@@ -145,8 +145,7 @@ class Replica:
             now = time.monotonic()
             for held in list(self.held.values()):
                 for stream in list(held.streams.values()):
-                    tail = stream.writer.tail
-                    if tail is None or tail.seq == stream.snapshot_seq or stream.lock.locked():
+                    if stream.snapshotted or stream.lock.locked():
                         continue
                     if (stream.accepted - stream.snapshot_position >= self.config.snapshot_interval_symbols
                             or now - stream.snapshot_time >= self.config.snapshot_interval_seconds):
@@ -178,8 +177,7 @@ class Replica:
         except Exception as exc:  # given back rather than held unserved; another round or replica tries again
             log.error("replica %s: partition %d could not be taken up: %s: %s", self.member, partition,
                       type(exc).__name__, exc)
-            self.loading.pop(partition, None)
-            await self.keeper.give_back(partition)
+            await self.keeper.give_back(partition)  # (lose() does not cancel the task it is called from)
         finally:
             self.loading.pop(partition, None)
 
@@ -345,11 +343,8 @@ class Replica:
         created = time.time()
         writer = StreamWriter(self.log, req.stream, subject_of(req.stream, self.settings.partitions), None,
                               held.lease.token)
-        reserved = await self.residency.admit(resident_bytes(config))
-        try:
+        async with self.residency.room_for(resident_bytes(config)):
             learner = await asyncio.get_running_loop().run_in_executor(self.pool, learner_for, config)
-        finally:
-            self.residency.budget.give(reserved)
         if req.stream in held.streams:  # created meanwhile by a request that overtook this one
             return await self._create(held, req)
         held.streams[req.stream] = stream = ClusterStream(req.stream, created, config, writer, learner, 0)

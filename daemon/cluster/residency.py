@@ -28,6 +28,7 @@ and again after each batch, as a learner that grows with its stream grows.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from typing import Awaitable, Callable, Iterable
@@ -51,7 +52,7 @@ class Residency:
         self.budget = MemoryBudget(limit)
         self.hibernate_after = hibernate_after
         self._snapshot, self._read = snapshot, read
-        self.streams: dict[int, ClusterStream] = {}  # every stream served, by id(): those resident are counted
+        self.streams: set[ClusterStream] = set()  # every stream served: those resident are counted
         self.hibernations = 0
         self.wakes = 0
         self.peak = 0  # the most the streams held at once
@@ -59,12 +60,13 @@ class Residency:
     # -- counting --------------------------------------------------------------------------------
     def serve(self, stream: ClusterStream) -> None:
         """A stream served from now on (created, loaded, gained asleep); its learner is counted if resident."""
-        self.streams[id(stream)] = stream
+        self.streams.add(stream)
         self._take(STREAM_BYTES + stream.counted)
 
     def forget(self, stream: ClusterStream) -> None:
         """A stream no longer served here (dropped, its partition lost or handed off)."""
-        if self.streams.pop(id(stream), None) is not None:
+        if stream in self.streams:
+            self.streams.discard(stream)
             self.budget.give(STREAM_BYTES + stream.counted)
 
     def grew(self, stream: ClusterStream) -> None:
@@ -78,7 +80,7 @@ class Residency:
 
     @property
     def resident(self) -> int:
-        return sum(1 for s in self.streams.values() if not s.asleep)
+        return sum(1 for s in self.streams if not s.asleep)
 
     # -- making room -----------------------------------------------------------------------------
     async def make_room(self, nbytes: int, keep: ClusterStream | None = None, wait: float = 0.0) -> None:
@@ -86,9 +88,9 @@ class Residency:
         none is idle (all are learning), wait up to ``wait`` seconds for one to be; then the bytes are taken
         all the same, and said so: a stream being served must learn."""
         deadline = time.monotonic() + wait
-        tried: set[int] = set()
+        tried: set[ClusterStream] = set()
         while self.budget.held + nbytes > self.budget.limit:
-            idle = [s for s in self.streams.values() if s is not keep and s.idle and id(s) not in tried]
+            idle = [s for s in self.streams if s is not keep and s.idle and s not in tried]
             if not idle:
                 if time.monotonic() < deadline:
                     await asyncio.sleep(ROOM_POLL)
@@ -98,16 +100,20 @@ class Residency:
                             "to hibernate", self.budget.held, nbytes)
                 return
             stream = min(idle, key=lambda s: s.last_active)
-            tried.add(id(stream))
+            tried.add(stream)
             await self.hibernate(stream)
 
-    async def admit(self, nbytes: int, keep: ClusterStream | None = None) -> int:
-        """Room made for a learner of ``nbytes`` about to be allocated (waiting up to :data:`ROOM_WAIT` for an
-        idle learner to hibernate), and the bytes taken at once, so that two allocations never count on the
-        same room; give them back (``budget.give``) once the learner itself is counted."""
+    @contextlib.asynccontextmanager
+    async def room_for(self, nbytes: int, keep: ClusterStream | None = None):
+        """Room made for a learner of ``nbytes`` allocated inside the block (waiting up to :data:`ROOM_WAIT` for
+        an idle learner to hibernate), its bytes held meanwhile, so that two allocations never count on the
+        same room; given back at the end, where the learner itself is counted instead."""
         await self.make_room(nbytes, keep=keep, wait=ROOM_WAIT)
         self._take(nbytes)
-        return nbytes
+        try:
+            yield
+        finally:
+            self.budget.give(nbytes)
 
     def _take(self, nbytes: int) -> None:
         self.budget.take(nbytes)
@@ -124,7 +130,7 @@ class Residency:
                 return False
             counted = stream.counted
             stream.sleep()
-        if id(stream) in self.streams:
+        if stream in self.streams:
             self.budget.give(counted)
         self.hibernations += 1
         return_freed_memory()
@@ -137,13 +143,10 @@ class Residency:
         async with stream.waking:
             if not stream.asleep:
                 return
-            reserved = await self.admit(resident_bytes(stream.config), keep=stream)
-            try:
+            async with self.room_for(resident_bytes(stream.config), keep=stream):
                 await self._read(stream)
-            finally:
-                self.budget.give(reserved)
             stream.count()
-            if id(stream) in self.streams:
+            if stream in self.streams:
                 self._take(stream.counted)
             self.wakes += 1
             await self.make_room(0, keep=stream)  # (a grown learner reads back larger than a new one)
