@@ -12,13 +12,17 @@ from seqd.core.training.batch import TrainConfig
 from seqd.core.training.experiment import ONLINE_MODELS, TRAINED_MODELS, Experiment, run
 from seqd.core.training.lstm import METHODS as LSTM_METHODS
 from seqd.core.training.methods import METHODS
+from seqd.core.training.readout_batch import BATCH_MODELS
+from seqd.core.training.readout_batch import METHODS as READOUT_METHODS
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Draw a training and an independent validation sequence from a task's exact law, train with "
         "the batch algorithm of Ollivier (2015) Section 2 (or, for --model hmm, a hidden Markov model by EM, "
-        "the paper's sanity check; for --model batch-lstm, the paper's LSTM baseline by plain gradient or DH + FB), "
+        "the paper's sanity check; for --model batch-lstm, the paper's LSTM baseline by plain gradient or DH + FB; "
+        "for batch-gru, batch-scornn, batch-enrnn and batch-esn, the online learners' models trained on the whole "
+        "sequence: QDH on the readout, the clipped gradient through the whole sequence on the recurrent weights), "
         "and report the validation regret in bits (true model minus trained model, "
         "Table 1). The online models (ctw, esn, lstm, gru, scornn: seqd eval's presets) instead stream the "
         "training sequence (--steps passes, one by default) and then the validation sequence, which they score as "
@@ -26,10 +30,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--task", choices=TASKS, default="alphabet")
     p.add_argument("--model", choices=TRAINED_MODELS + ONLINE_MODELS, default="glnn")
-    p.add_argument("--method", choices=tuple(METHODS) + ("hf",) + tuple(m for m in LSTM_METHODS if m not in METHODS),
+    p.add_argument("--method", choices=tuple(METHODS) + ("hf",) + tuple(m for m in LSTM_METHODS if m not in METHODS)
+                   + tuple(READOUT_METHODS),
                    help="a network's training method (default rbpm; hf: Hessian-free optimisation with structural "
-                   "damping, Martens and Sutskever 2011); batch-lstm's: plain or dhfb (default dhfb); an HMM learns "
-                   "by EM")
+                   "damping, Martens and Sutskever 2011); batch-lstm's: plain or dhfb (default dhfb); the other "
+                   "batch-* models': qdh (the default); an HMM learns by EM")
     p.add_argument("--units", type=int, help="number of units N, an HMM's states, an online model's units or cells "
                    "(default 16; an online model's: its preset's)")
     p.add_argument("--degree", type=int, help="incoming units per unit, self-loop included (default 3); an HMM's "
@@ -60,7 +65,8 @@ def _experiment(args) -> Experiment:
         raise ValueError("--patience must be at least 1 checkpoint (leave it out to use the whole budget)")
     return Experiment(
         task=args.task, model=args.model,
-        method=args.method or ("dhfb" if args.model == "batch-lstm" else "rbpm"),
+        method=args.method or ("dhfb" if args.model == "batch-lstm" else "qdh" if args.model in BATCH_MODELS
+                               else "rbpm"),
         units=args.units if args.units is not None else (0 if online else 16),
         degree=args.degree if args.degree is not None else (0 if args.model == "hmm" else 3),
         activation=args.activation, seed=args.seed, size=args.size, length=args.length,
@@ -85,6 +91,8 @@ def report(outcome) -> None:
         what = f"HMM by EM, {e.units} states, degree {min(e.degree or outcome.alphabet_size, e.units)}"
     elif e.model == "batch-lstm":
         what = f"LSTM ({LSTM_METHODS.get(e.method, e.method).split(' (')[0]}) N={e.units} d={e.degree}"
+    elif e.model in BATCH_MODELS:
+        what = f"{e.model} (QDH on the readout, the gradient on the recurrent weights), {e.units} units"
     elif e.model in ONLINE_MODELS:
         what = f"online {e.model} (preset{f', {e.units} units' if e.units else ''}), {e.steps or 1} training pass(es)"
     else:
@@ -120,7 +128,7 @@ def _train(args) -> int:
     config = None
     if args.clip:
         if exp.model == "hmm" or exp.model in ONLINE_MODELS or exp.method == "hf":
-            raise ValueError("--clip is a setting of the gradient-trained batch networks (glnn, gnn, rnn, batch-lstm); "
+            raise ValueError("--clip is a setting of the gradient-trained batch networks (glnn, gnn, rnn, batch-*); "
                              "an online model's clip is its preset's (seqd eval --clip), an HMM learns by EM, "
                              "Hessian-free steps are damped instead")
         config = TrainConfig(method=exp.method, clip=args.clip)

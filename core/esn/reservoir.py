@@ -77,7 +77,6 @@ def spectral_radius(sources, weights, v, u):
 @kernel
 def learn_buffer(st, cap, seed, leak, input_scale, discount, prior, floor, numerics, symbols, bits):
     """Predict, score and learn each of ``symbols`` (bits[t]: its prequential code length), then read it."""
-    N = st.sources.shape[0]
     for t in range(symbols.shape[0]):
         symbol = symbols[t]
         width = predict(st.a, st.w, st.pi, st.counts[ACTIVE], cap, numerics)
@@ -94,15 +93,22 @@ def learn_buffer(st, cap, seed, leak, input_scale, discount, prior, floor, numer
                        width)
         if code == 0:
             code = _join(st, cap, seed, input_scale, prior, symbol)
-        # eq. (2.22): h_t = (1 - alpha) tanh(W h_{t-1} + W^in x_t) + alpha h_{t-1}
-        for j in range(N):
-            s = st.inputs[code, j]
-            for c in range(st.sources.shape[1]):
-                s += st.weights[j, c] * st.a[1 + st.sources[j, c]]
-            st.work[1 + j] = (1.0 - leak) * tanh(s) + leak * st.a[1 + j]
-        for j in range(1, N + 1):
-            st.a[j] = st.work[j]
+        read(st, code, leak)
         st.counts[SYMBOLS] += 1
+
+
+@kernel
+def read(st, code, leak):
+    """The reservoir reads the symbol of ``code``, eq. (2.22): h_t = (1 - alpha) tanh(W h_{t-1} + W^in x_t) +
+    alpha h_{t-1}, into ``a``."""
+    N = st.sources.shape[0]
+    for j in range(N):
+        s = st.inputs[code, j]
+        for c in range(st.sources.shape[1]):
+            s += st.weights[j, c] * st.a[1 + st.sources[j, c]]
+        st.work[1 + j] = (1.0 - leak) * tanh(s) + leak * st.a[1 + j]
+    for j in range(1, N + 1):
+        st.a[j] = st.work[j]
 
 
 @kernel

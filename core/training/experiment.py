@@ -20,9 +20,12 @@ from ..model import ModelSpec, initialize, symbol_frequencies
 from .batch import BatchTrainer, Evaluation, TrainConfig, evaluate
 from . import lstm as lstm_batch
 from .hessian_free import HessianFreeTrainer
+from .readout_batch import BATCH_MODELS, METHODS as READOUT_METHODS, ReadoutTrainer, preset_config
 
-TRAINED_MODELS = ("glnn", "gnn", "rnn", "hmm", "batch-lstm")  # the networks (model.MODELS), seed 000's HMM trained
-# by EM, and its batch-trained LSTM (training/lstm.py: methods "plain" and "dhfb")
+# the networks (model.MODELS), seed 000's HMM trained by EM, its batch-trained LSTM (training/lstm.py: methods
+# "plain" and "dhfb"), and the online GRU, scoRNN, ENRNN and echo-state network trained in batch
+# (training/readout_batch.py: method "qdh")
+TRAINED_MODELS = ("glnn", "gnn", "rnn", "hmm", "batch-lstm") + tuple(BATCH_MODELS)
 # seqd's online learners by their presets (core/learners.py): they stream the training sequence (``steps`` passes,
 # one by default) and then the validation sequence, which they score as they go on learning: the protocol of
 # seed 000's CTW and bzip2 rows
@@ -117,6 +120,17 @@ def _trainer(exp: Experiment, train: tasks.TaskSequence, config: TrainConfig | N
 
         def score(tr, seq):
             return lstm_batch.evaluate(tr.params, seq.symbols, seq.predict_mask, seq.true_log2_likelihood)
+
+        return trainer, score
+    if exp.model in BATCH_MODELS:
+        if exp.method not in READOUT_METHODS:
+            raise ValueError(f"{exp.model} trains by {', '.join(READOUT_METHODS)}, got method {exp.method!r}")
+        name = BATCH_MODELS[exp.model]
+        trainer = ReadoutTrainer(name, preset_config(name, A, exp.units, exp.seed), train.symbols,
+                                 train.predict_mask, config or TrainConfig())
+
+        def score(tr, seq):
+            return tr.evaluate(seq.symbols, seq.predict_mask, seq.true_log2_likelihood)
 
         return trainer, score
     if exp.model not in TRAINED_MODELS:
