@@ -334,13 +334,14 @@ def hmm(args) -> str:
 
 
 def xor(args) -> str:
+    seeds = range(args.xor_first_seed, args.xor_first_seed + args.xor_seeds)
     jobs = [["train", "--task", "xor", "--length", str(args.xor_length), "--size", str(args.xor_lines),
              "--model", "glnn", "--method", args.xor_method, "--units", "10", "--degree", "10",
-             "--steps", str(args.xor_steps), "--seed", str(seed), "--evaluations", "20"] for seed in range(args.xor_seeds)]
+             "--steps", str(args.xor_steps), "--seed", str(seed), "--evaluations", "20"] for seed in seeds]
     t0 = time.time()
 
     def done(k, res):
-        print(f"[{time.time() - t0:7.0f} s] xor seed {k}: final error {100 * res['validation_error_rate']:.2f}% "
+        print(f"[{time.time() - t0:7.0f} s] xor seed {seeds[k]}: final error {100 * res['validation_error_rate']:.2f}% "
               f"best {100 * res['best_validation_error_rate']:.2f}% ({res['steps']} steps, {res['train_seconds']:.0f} s)",
               flush=True)
 
@@ -350,7 +351,7 @@ def xor(args) -> str:
     lines = ["| seed | steps | CPU s | final error | final regret (bits) | best error along the run | first step below 1% |",
              "|---:|---:|---:|---:|---:|---:|---:|"]
     solved = 0
-    for seed, res in enumerate(results):
+    for seed, res in zip(seeds, results):
         below = [p for p in res["validation_curve"] if p["error_rate"] < 0.01]
         solved += res["validation_error_rate"] < 0.01
         lines.append(f"| {seed} | {res['steps']} | {res['train_seconds']:.0f} | {100 * res['validation_error_rate']:.2f}% | "
@@ -385,6 +386,7 @@ def main() -> int:
     p.add_argument("--skip", nargs="+", metavar="MODEL:METHOD:TASK", help="with --why: cells not to run again")
     p.add_argument("--xor-length", type=int, default=20)
     p.add_argument("--xor-seeds", type=int, default=8)
+    p.add_argument("--xor-first-seed", type=int, default=0, help="the first of the --xor-seeds seeds (default 0)")
     p.add_argument("--xor-lines", type=int, default=10000)
     p.add_argument("--xor-steps", type=int, default=600)
     p.add_argument("--xor-method", default="rbpm")

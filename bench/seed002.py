@@ -8,6 +8,12 @@ per instance, adding the entropy of the sum of two uniform digits (4.03 bits).
 
     python bench/seed002.py                 # T = 10, 50, 200 for each problem (a few minutes)
     python bench/seed002.py --lengths 10    # a quick look
+    python bench/seed002.py --batch         # seed 002's models trained in batch instead (seqd train's batch-*)
+
+With ``--batch``, seed 002's four models are trained on the training instances as one sequence
+(``seqd train --model batch-scornn``, ``batch-enrnn``, ``batch-gru``; the LSTM is seed 000's batch LSTM, fully
+connected), within a CPU budget per run, and scored on the validation instances at the end and at the checkpoint
+an independent stopping sequence picks (``core/training/experiment.py``).
 """
 
 from __future__ import annotations
@@ -57,6 +63,43 @@ def regret_per_instance(make, task: str, length: int, train_size: int, seed: int
     return (float((bits[scored] * valid.predict_mask[scored]).sum()) + valid.true_log2_likelihood) / VALIDATION
 
 
+# seed 002's models trained in batch: (column, seqd train's model, method, degree: None for fully connected)
+BATCH_LEARNERS = [("scoRNN", "batch-scornn", "qdh"), ("ENRNN", "batch-enrnn", "qdh"),
+                  ("LSTM (DH + FB)", "batch-lstm", "dhfb"), ("GRU", "batch-gru", "qdh")]
+
+
+def batch_table(args) -> str:
+    from seqd.core.training.experiment import Experiment, run
+
+    chosen = [row for row in BATCH_LEARNERS if not args.only or any(o in row[0] for o in args.only)]
+    lines = ["| problem | T | training instances | baseline (bits / instance) | "
+             + " | ".join(f"{name}: end / stopped / training (steps)" for name, _, _ in chosen) + " |",
+             "|---|---:|---:|---:|" + "---|" * len(chosen)]
+    for task in ("copying", "adding"):
+        for length in args.lengths:
+            cells = []
+            for name, model, method in chosen:
+                exp = Experiment(task=task, model=model, method=method, units=args.units, degree=args.units,
+                                 size=args.train, validation_size=VALIDATION, length=length, seconds=args.seconds,
+                                 evaluations=args.evaluations)
+                out = run(exp)
+                train_bits = (-out.train_log2_likelihood) / args.train  # scored symbols' bits per instance
+                # (the true law gives them probability 1, so this is the training regret per instance)
+                cell = (out.validation_regret / VALIDATION, out.stopped_validation_regret / VALIDATION, train_bits,
+                        out.steps)
+                cells.append(cell)
+                print(f"{task} T={length} {name}: end {cell[0]:.2f}, stopped {cell[1]:.2f}, training {cell[2]:.2f} "
+                      f"bits per instance ({out.steps} steps, {out.train_seconds:.0f} s)", flush=True)
+            lines.append(f"| {task} | {length} | {args.train:,} | {BASELINE[task]:.2f} | "
+                         + " | ".join(f"{a:.2f} / {b:.2f} / {c:.2f} ({n})" for a, b, c, n in cells) + " |")
+    lines += ["", f"Regret per instance (bits) on the scored symbols: on {VALIDATION:,} validation instances with "
+                  "the parameters at the end of the budget, and at the checkpoint an independent stopping sequence "
+                  f"picks; on the training instances at the end; training steps in brackets. {args.units} units "
+                  f"(cells), {args.seconds:.0f} CPU s per run, seed 0; every model's state runs on from one "
+                  "instance to the next (no resets), from h = 0 at the sequence's start."]
+    return "\n".join(lines)
+
+
 def table(args) -> str:
     chosen = {name: make for name, make in LEARNERS.items() if not args.only or any(o in name for o in args.only)}
     if not chosen:
@@ -85,8 +128,16 @@ def main() -> int:
     p.add_argument("--only", nargs="+", metavar="TEXT", help="only the learners whose name holds one of these")
     p.add_argument("--section", default="seed002_online", help="the docs/benchmarks.md section to write")
     p.add_argument("--no-write", action="store_true", help="print the table without touching docs/benchmarks.md")
+    p.add_argument("--batch", action="store_true", help="seed 002's models trained in batch instead (section "
+                   "seed002_batch unless --section)")
+    p.add_argument("--units", type=int, default=32, help="with --batch: units or cells per model (default 32)")
+    p.add_argument("--seconds", type=float, default=90.0, help="with --batch: CPU seconds per run (default 90)")
+    p.add_argument("--evaluations", type=int, default=6, help="with --batch: checkpoints per run (default 6)")
     args = p.parse_args()
-    text = f"Command: `{command_line('seed002.py')}`  \nMachine: {machine()}\n\n{table(args)}\n"
+    if args.batch and args.section == "seed002_online":
+        args.section = "seed002_batch"
+    body = batch_table(args) if args.batch else table(args)
+    text = f"Command: `{command_line('seed002.py')}`  \nMachine: {machine()}\n\n{body}\n"
     report(args.section, text, not args.no_write)
     return 0
 
