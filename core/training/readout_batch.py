@@ -99,13 +99,15 @@ def _lstm_join(st, c, symbol):
     cell._join(st, c.alphabet_cap, c.seed, c.init_scale, symbol)
 
 
+def _lstm_update(st, rate, clip, c):  # the LSTM's and the GRU's
+    cell.apply_gradient(st, rate, clip)
+
+
 FAMILIES = {
-    "lstm": Family(new_lstm_state, _lstm_step, cell.window_gradient,
-                   lambda st, rate, clip, c: cell.apply_gradient(st, rate, clip), _LSTM_WINDOW, ("w", "embed", "v"),
-                   ("grad_w", "grad_embed"), _lstm_join),
-    "gru": Family(new_lstm_state, _gru_step, gru.gru_window_gradient,
-                  lambda st, rate, clip, c: cell.apply_gradient(st, rate, clip), _LSTM_WINDOW, ("w", "embed", "v"),
-                  ("grad_w", "grad_embed"), _lstm_join),
+    "lstm": Family(new_lstm_state, _lstm_step, cell.window_gradient, _lstm_update, _LSTM_WINDOW,
+                   ("w", "embed", "v"), ("grad_w", "grad_embed"), _lstm_join),
+    "gru": Family(new_lstm_state, _gru_step, gru.gru_window_gradient, _lstm_update, _LSTM_WINDOW,
+                  ("w", "embed", "v"), ("grad_w", "grad_embed"), _lstm_join),
     "scornn": Family(new_scornn_state, _scornn_step, cayley.window_gradient, _scornn_update,
                      ("hs", "zs", "codes", "dh"),
                      ("skew", "w", "embed", "bias", "inverse", "short_t", "spectrum", "v"),
