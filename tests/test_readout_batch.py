@@ -108,6 +108,14 @@ def test_the_experiment_protocol_trains_each_batch_model():
         run(Experiment(task="anbn", model="batch-gru", method="rbpm", units=4, size=3, steps=1))
 
 
+def test_a_sequence_shorter_than_the_alphabet_trains():
+    """The recurrent update lists every code of the alphabet once, however short the sequence."""
+    for name in ("gru", "scornn"):
+        trainer = ReadoutTrainer(name, preset_config(name, 8, 4, 0), np.arange(5) % 8)
+        trainer.run(steps=2)
+        assert [r.part for r in trainer.history] == ["w", "tau"]
+
+
 def test_bad_input_is_refused():
     config = preset_config("gru", 3, 4, 0)
     with pytest.raises(ValueError, match="symbols must be in"):
@@ -116,6 +124,9 @@ def test_bad_input_is_refused():
         ReadoutTrainer("gru", config, np.array([], dtype=np.int64))
     with pytest.raises(ValueError, match="no batch trainer"):
         ReadoutTrainer("ctw", config, np.array([0, 1]))
+    with pytest.raises(ValueError, match="an ENRNN needs at least 2 units"):
+        preset_config("enrnn", 3, 1, 0)
+    assert preset_config("enrnn", 3, 2, 0).short == 1 and preset_config("scornn", 3, 2, 0).short == 0
 
 
 def test_seqd_train_runs_a_batch_model(capsys):

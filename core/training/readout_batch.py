@@ -17,6 +17,7 @@ go down, each at its own rate (x 1.1 when kept, / 2 and retried when not).  Dire
 * the recurrent weights by their mean gradient over the scored positions, through the model's own update
   (``apply_gradient``), which rescales a gradient longer than ``clip`` to that length (seed 001, Algorithm 2);
   an ENRNN's configuration needs a clip, and its preset's (30) is used when ``TrainConfig.clip`` is 0.
+  ``TrainConfig.clip`` > 0 also rescales the readout's direction, as it does every batch trainer's step.
 
 The echo-state network trains its readout alone (its reservoir is drawn, never trained): its batch fit is the
 QDH step over the whole sequence's reservoir states, repeated under the same rate control.
@@ -191,6 +192,8 @@ class _Runner:
         for field in family.window:  # the same arrays, with room for every step of the sequence
             arr = getattr(state, field)
             rows = length + 1 if arr.shape[0] == config.horizon + 1 else length
+            if field == "codes":  # the update lists each code once there (ReadoutTrainer._try_update)
+                rows = max(rows, config.alphabet_cap)
             grown[field] = np.zeros((rows,) + arr.shape[1:], dtype=arr.dtype)
         self.state = state._replace(**grown)
         for symbol in range(config.alphabet_cap):  # code = symbol + 1
@@ -240,6 +243,9 @@ def preset_config(name: str, alphabet_size: int, units: int, seed: int):
         sized["connections"] = min(config.connections, units)
     if hasattr(config, "short"):  # the scoRNN's and the ENRNN's proportions: D's -1 on half the long-term units
         short = round(units * config.short / config.units)  # the ENRNN preset's 24 of 64 short-term units
+        if config.short and units < 2:
+            raise ValueError(f"an ENRNN needs at least 2 units (long-term and short-term), got {units}")
+        short = max(short, 1) if config.short else 0
         sized.update(short=short, negatives=(units - short) * config.negatives // (config.units - config.short))
     return replace(config, **sized)
 
