@@ -63,7 +63,7 @@ def regret_per_instance(make, task: str, length: int, train_size: int, seed: int
     return (float((bits[scored] * valid.predict_mask[scored]).sum()) + valid.true_log2_likelihood) / VALIDATION
 
 
-# seed 002's models trained in batch: (column, seqd train's model, method, degree: None for fully connected)
+# seed 002's models trained in batch: (column, seqd train's model, its method); each fully connected
 BATCH_LEARNERS = [("scoRNN", "batch-scornn", "qdh"), ("ENRNN", "batch-enrnn", "qdh"),
                   ("LSTM (DH + FB)", "batch-lstm", "dhfb"), ("GRU", "batch-gru", "qdh")]
 

@@ -185,7 +185,6 @@ class _Runner:
     def __init__(self, name: str, config, length: int):
         if name not in FAMILIES:
             raise ValueError(f"no batch trainer for {name!r}; there are: {', '.join(FAMILIES)}")
-        self.name, self.config = name, config
         self.family = family = FAMILIES[name]
         state = family.new_state(config)
         grown = {}
@@ -275,22 +274,30 @@ class ReadoutTrainer(RateControlled):
         self._W, self._h0, self._hd, self._dw = (np.zeros((units + 1, A)) for _ in range(4))
         self.clip = config.clip if config.clip > 0.0 else float(getattr(model_config, "clip", 0.0))
         self.scored = max(float(np.sum(self.chi)), 1.0)
+        self._scorers: dict[int, _Runner] = {}  # evaluate's runners, by sequence length
 
     # -- evaluation --------------------------------------------------------
     def _forward(self, params: ReadoutParams, buf: _Buffers) -> float:
         return self.runner.run(params, self.codes, self.chi, buf)
 
     def gradient(self) -> ReadoutParams:
-        """d log-likelihood / d theta (nats) at ``params``: the readout's (eq. 17) and, back through the whole
-        sequence, the recurrent weights' (the model's own back-propagation kernel), by name."""
+        """d log-likelihood / d theta (nats) at ``params``, by name: the readout's (eq. 17) and, back through the
+        whole sequence, the recurrent weights' (the model's own back-propagation kernel)."""
+        out = self._recurrent_gradient()
         cur = self._current
-        self.loglik = self._forward(self.params, cur)
-        out = ReadoutParams()
         W = np.zeros_like(self._W)
         accumulate_writing(self.symbols, self.chi, cur.a, cur.pi, W, np.zeros_like(W), np.zeros_like(W))
         readout = np.zeros_like(self.params[self.runner.readout_name])
         readout[:, 1:] = W
         out[self.runner.readout_name] = readout
+        return out
+
+    def _recurrent_gradient(self) -> ReadoutParams:
+        """The recurrent weights' gradient at ``params`` (none for the reservoir): the model is run again at
+        ``params`` first, since its window arrays hold the last trial's steps."""
+        cur = self._current
+        self.loglik = self._forward(self.params, cur)
+        out = ReadoutParams()
         family = self.runner.family
         if family.gradient is not None:
             st = self.runner.state
@@ -314,8 +321,7 @@ class ReadoutTrainer(RateControlled):
         return {self.runner.readout_name: direction}
 
     def _transition_direction(self) -> dict[str, np.ndarray]:
-        grads = self.gradient()
-        return {name: grads[name] / self.scored for name in self.runner.family.grads}
+        return {name: g / self.scored for name, g in self._recurrent_gradient().items()}
 
     def _try(self, directions: dict[str, np.ndarray], rate: float) -> tuple[float, int, bool]:
         if self.runner.readout_name in directions:  # the readout: theta + rate * direction, as every batch trainer
@@ -357,19 +363,15 @@ class ReadoutTrainer(RateControlled):
     def evaluate(self, symbols, predict_mask=None, true_log2_likelihood=None) -> Evaluation:
         """Score a sequence with the current parameters, from h = 0, with seed 000's regularisation (§4)."""
         x, chi = checked_sequence(symbols, predict_mask, self.model_config.alphabet_cap)
-        runner = self._scorer(len(x))
-        buf = _Buffers(np.zeros((len(x) + 1, runner.state.a.shape[0])), np.zeros((len(x), self.model_config.alphabet_cap)))
+        T, A = len(x), self.model_config.alphabet_cap
+        if T not in self._scorers:
+            self._scorers[T] = _Runner(self.name, self.model_config, T)
+        runner = self._scorers[T]
+        buf = _Buffers(np.zeros((T + 1, runner.state.a.shape[0])), np.zeros((T, A)))
         runner.run(self.params, x + 1, chi, buf)
         lp = np.empty(len(x))
         regularized_log2_probs(x, buf.pi, lp)
         return Evaluation.of(lp, chi, true_log2_likelihood)
-
-    def _scorer(self, length: int) -> _Runner:
-        cached = getattr(self, "_scorers", {})
-        if length not in cached:
-            cached[length] = _Runner(self.name, self.model_config, length)
-            self._scorers = cached
-        return cached[length]
 
 
 def log2_likelihood_of(trainer: ReadoutTrainer, params: ReadoutParams) -> float:
