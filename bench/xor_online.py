@@ -13,8 +13,16 @@ learner is not told which symbols matter: it learns every one.  This bench separ
   frequency of the symbol before it (so that the answer's position, which follows the rare "=", weighs as much
   as a bit's); the validation error after each ``--every`` steps.
 
-    python bench/xor_online.py                       # both (about 15 CPU minutes)
+* ``experts``: the same batch network taking its steps as a stream learner with a rehearsal buffer would, on
+  ``--chunk`` lines at a time (in the first pass each block of lines as it arrives; then again and again, for
+  ``--rehearsals`` passes in all), under two ways of learning every symbol: one network, and one network for
+  each symbol read, which alone predicts the symbol after it and so is trained on those positions only (the
+  GLNN's gating, eq. 13, carried to the writing layer and to the units themselves); seed 000's answer-bit
+  objective, which a stream cannot have, beside them.
+
+    python bench/xor_online.py                       # all three (about 25 CPU minutes)
     python bench/xor_online.py --parts objective --steps 100
+    python bench/xor_online.py --parts experts --rehearsals 12
 """
 
 from __future__ import annotations
@@ -95,14 +103,79 @@ def objective(args, train, valid) -> list[str]:
     return rows
 
 
+def _rehearsed(spec, params, train, chi, args, rates):
+    """One pass over the training lines, ``args.chunk`` lines to a step (2 steps: w, then tau; the rates carried
+    from step to step in ``rates``); returns the parameters."""
+    newline = train.alphabet.index("\n")
+    ends = np.flatnonzero(train.symbols == newline) + 1
+    starts = np.concatenate(([0], ends[:-1]))
+    for c in range(0, len(ends), args.chunk):
+        a, b = starts[c], ends[min(c + args.chunk, len(ends)) - 1]
+        if not chi[a:b].any():
+            continue
+        trainer = BatchTrainer(spec, params, train.symbols[a:b], chi[a:b], TrainConfig("rbpm"))
+        if rates:
+            trainer.rate_w, trainer.rate_tau = rates
+        trainer.run(steps=2)
+        params, rates[:] = trainer.params, [trainer.rate_w, trainer.rate_tau]
+    return params
+
+
+def experts(args, train, valid) -> list[str]:
+    A = len(train.alphabet)
+    spec = ModelSpec("glnn", 10, 10, "tanh", A)
+    # the position after each symbol: the first symbol of a sequence follows a line's end
+    after = {name: np.concatenate(([train.alphabet.index("\n")], seq.symbols[:-1])) for name, seq in
+             (("train", train), ("valid", valid))}
+    answers = valid.predict_mask != 0
+    marks = sorted({1, 2, 4} | set(range(args.every_pass, args.rehearsals + 1, args.every_pass)) | {args.rehearsals})
+    marks = [m for m in marks if m <= args.rehearsals]
+    learners = {
+        "one network, every symbol (a stream)": [np.ones(len(train))],
+        "one network per symbol read, every symbol (a stream)": [(after["train"] == s).astype(np.float64)
+                                                                 for s in range(A)],
+        "one network, the answer bit only (seed 000's chi; not a stream's)": [train.predict_mask],
+    }
+    rows = ["| learner | initial draw | " + " | ".join(f"pass {m}" for m in marks) + " | answer bits (mean) | "
+            "bits per symbol, validation | CPU s |", "|---|---:|" + "---:|" * (len(marks) + 3)]
+    for name, chis in learners.items():
+        stream = name.endswith("(a stream)")  # a learner of every symbol: its bits per symbol mean something
+        for draw in range(args.draws):
+            t0 = time.process_time()
+            nets = [initialize(spec, *symbol_frequencies(train.symbols, chi, A),
+                               np.random.default_rng([0, 2 + draw])) for chi in chis]
+            rates = [[] for _ in chis]
+            cells, bits, answer = [], None, None
+            for k in range(1, args.rehearsals + 1):
+                nets = [_rehearsed(spec, p, train, chi, args, r) for p, chi, r in zip(nets, chis, rates)]
+                if k not in marks:
+                    continue
+                lp = np.empty(len(valid))
+                for s, p in enumerate(nets):  # each position scored by its own network
+                    mine = (after["valid"] == s) if len(nets) > 1 else np.ones(len(valid), bool)
+                    lp[mine] = evaluate(spec, p, valid.symbols).log2_probs[mine]
+                cells.append(f"{100 * np.mean(lp[answers] <= -1.0):.1f}%")
+                bits, answer = -lp.mean(), -lp[answers].mean()
+                print(f"{name}, draw {draw}: pass {k}, error {cells[-1]}, answer bits {answer:.3f}, "
+                      f"{bits:.4f} bits/symbol", flush=True)
+            rows.append(f"| {name} | [0, {2 + draw}] | " + " | ".join(cells) + f" | {answer:.3f} | "
+                        + (f"{bits:.4f}" if stream else "—") + f" | {time.process_time() - t0:.0f} |")
+    return rows
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--parts", nargs="+", choices=("replay", "objective"), default=["replay", "objective"])
+    p.add_argument("--parts", nargs="+", choices=("replay", "objective", "experts"),
+                   default=["replay", "objective", "experts"])
     p.add_argument("--length", type=int, default=20, help="T (default 20)")
     p.add_argument("--passes", type=int, default=30, help="replay: passes over the training lines (default 30)")
     p.add_argument("--window", type=int, default=64, help="replay: the online GLNN's window (default 64)")
     p.add_argument("--steps", type=int, default=300, help="objective: batch steps, w and tau alternating (300)")
     p.add_argument("--every", type=int, default=50, help="objective: steps between validations (default 50)")
+    p.add_argument("--chunk", type=int, default=1000, help="experts: lines to a rehearsal step (default 1000)")
+    p.add_argument("--rehearsals", type=int, default=16, help="experts: passes over the lines (default 16)")
+    p.add_argument("--every-pass", type=int, default=4, help="experts: passes between validations (default 4)")
+    p.add_argument("--draws", type=int, default=2, help="experts: initial draws of each learner (default 2)")
     p.add_argument("--section", default="xor_online_wall")
     p.add_argument("--no-write", action="store_true", help="print the tables without touching docs/benchmarks.md")
     args = p.parse_args()
@@ -118,6 +191,13 @@ def main() -> int:
                                                   "RBPM, initial draw [0, 2]) under three training objectives; "
                                                   "validation error on the answer bits after each block of steps.",
                                                   ""]
+    if "experts" in args.parts:
+        parts += experts(args, train, valid) + ["", f"The batch GLNN of the objectives above taking its steps on "
+                                                f"{args.chunk:,} lines at a time (2 steps, w then tau, per block; "
+                                                "the rates carried from block to block), pass after pass; "
+                                                "validation error on the answer bits, and the validation "
+                                                "sequence's bits per symbol, each position scored by the network "
+                                                "that predicts it.", ""]
     text = f"Command: `{command_line('xor_online.py')}`  \nMachine: {machine()}\n\n" + "\n".join(parts)
     report(args.section, text, not args.no_write)
     return 0
