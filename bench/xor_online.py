@@ -18,11 +18,13 @@ learner is not told which symbols matter: it learns every one.  This bench separ
   ``--rehearsals`` passes in all), under two ways of learning every symbol: one network, and one network for
   each symbol read, which alone predicts the symbol after it and so is trained on those positions only (the
   GLNN's gating, eq. 13, carried to the writing layer and to the units themselves); seed 000's answer-bit
-  objective, which a stream cannot have, beside them.
+  objective, which a stream cannot have, beside them;
+* ``draws``: that answering network alone from ``--draws`` initial draws: how often the route learns.
 
     python bench/xor_online.py                       # all three (about 25 CPU minutes)
     python bench/xor_online.py --parts objective --steps 100
     python bench/xor_online.py --parts experts --rehearsals 12
+    python bench/xor_online.py --parts draws --draws 8 --rehearsals 40
 """
 
 from __future__ import annotations
@@ -163,9 +165,35 @@ def experts(args, train, valid) -> list[str]:
     return rows
 
 
+def draws(args, train, valid) -> list[str]:
+    """The network that answers (the one of the symbol "=", whose positions are the answers: seed 000's chi)
+    over many initial draws, ``args.rehearsals`` passes of blocks each: how often the route learns."""
+    A = len(train.alphabet)
+    spec = ModelSpec("glnn", 10, 10, "tanh", A)
+    chi = train.predict_mask
+    rows = ["| initial draw | first pass below 10 % | first pass below 1 % | error after the last pass | CPU s |",
+            "|---:|---:|---:|---:|---:|"]
+    below = 0
+    for draw in range(args.draws):
+        t0 = time.process_time()
+        params = initialize(spec, *symbol_frequencies(train.symbols, chi, A), np.random.default_rng([0, 2 + draw]))
+        rates, first10, first1, error = [], None, None, None
+        for k in range(1, args.rehearsals + 1):
+            params = _rehearsed(spec, params, train, chi, args, rates)
+            error = evaluate(spec, params, valid.symbols, valid.predict_mask).error_rate
+            first10 = first10 or (k if error < 0.10 else None)
+            first1 = first1 or (k if error < 0.01 else None)
+        below += error < 0.01
+        rows.append(f"| [0, {2 + draw}] | {first10 or '—'} | {first1 or '—'} | {100 * error:.2f}% | "
+                    f"{time.process_time() - t0:.0f} |")
+        print(rows[-1], flush=True)
+    return rows + ["", f"**{below} of {args.draws} draws end below 1 %** after {args.rehearsals} passes of blocks of "
+                   f"{args.chunk:,} lines."]
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--parts", nargs="+", choices=("replay", "objective", "experts"),
+    p.add_argument("--parts", nargs="+", choices=("replay", "objective", "experts", "draws"),
                    default=["replay", "objective", "experts"])
     p.add_argument("--length", type=int, default=20, help="T (default 20)")
     p.add_argument("--passes", type=int, default=30, help="replay: passes over the training lines (default 30)")
@@ -175,7 +203,7 @@ def main() -> int:
     p.add_argument("--chunk", type=int, default=1000, help="experts: lines to a rehearsal step (default 1000)")
     p.add_argument("--rehearsals", type=int, default=16, help="experts: passes over the lines (default 16)")
     p.add_argument("--every-pass", type=int, default=4, help="experts: passes between validations (default 4)")
-    p.add_argument("--draws", type=int, default=2, help="experts: initial draws of each learner (default 2)")
+    p.add_argument("--draws", type=int, default=2, help="experts, draws: initial draws (default 2)")
     p.add_argument("--section", default="xor_online_wall")
     p.add_argument("--no-write", action="store_true", help="print the tables without touching docs/benchmarks.md")
     args = p.parse_args()
@@ -198,6 +226,10 @@ def main() -> int:
                                                 "validation error on the answer bits, and the validation "
                                                 "sequence's bits per symbol, each position scored by the network "
                                                 "that predicts it.", ""]
+    if "draws" in args.parts:
+        parts += draws(args, train, valid) + ["", "The network that answers (the one of the symbol \"=\", trained on "
+                                            "the positions after it) alone, from several initial draws, stepping "
+                                            "as above; validation error on the answer bits after each pass.", ""]
     text = f"Command: `{command_line('xor_online.py')}`  \nMachine: {machine()}\n\n" + "\n".join(parts)
     report(args.section, text, not args.no_write)
     return 0
