@@ -311,14 +311,10 @@ class ClientBase:
         self._subscriptions: list = []
         self.cluster = False
 
-    def _setup_cluster(self, servers, *, timeout: float, retries: int | None, max_batch: int, transport) -> None:
-        """A client of a cluster (``clients/cluster.py``): ``servers`` are NATS URLs, requests go by
-        partition, and ``transport`` (made from the servers) carries them and the subscriptions."""
-        from .cluster import CLUSTER_RETRIES, route, servers_of
-
-        self._ops = Operations(servers_of(servers), timeout=timeout,
-                               retries=CLUSTER_RETRIES if retries is None else retries, max_batch=max_batch,
-                               router=route)
+    def _setup_cluster(self, ops: Operations, transport) -> None:
+        """A client of a cluster: ``ops`` are the cluster's plans (``cluster.cluster_operations``: requests go
+        by partition), and ``transport`` (made from their servers) carries them and the subscriptions."""
+        self._ops = ops
         self.endpoints = self._ops.endpoints
         self.pub = None
         self._context = self._curve = None

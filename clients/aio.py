@@ -122,8 +122,9 @@ class AsyncClient(ClientBase):
                  timeout: float = 5.0, retries: int | None = None, context: zmq.Context | None = None,
                  max_batch: int = DEFAULT_MAX_BATCH, curve: CurveKeys | None = None):
         if is_cluster(endpoints):  # NATS URLs: a cluster's replicas, reached by partition
-            from .cluster import NatsLink
-            self._setup_cluster(endpoints, timeout=timeout, retries=retries, max_batch=max_batch, transport=NatsLink)
+            from .cluster import NatsLink, cluster_operations
+            self._setup_cluster(cluster_operations(endpoints, timeout=timeout, retries=retries, max_batch=max_batch),
+                                NatsLink)
             return
         if context is None:
             context = zmq.asyncio.Context.instance()

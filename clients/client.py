@@ -153,9 +153,9 @@ class Client(ClientBase):
                  timeout: float = 5.0, retries: int | None = None, context: zmq.Context | None = None,
                  max_batch: int = DEFAULT_MAX_BATCH, curve: CurveKeys | None = None):
         if is_cluster(endpoints):  # NATS URLs: a cluster's replicas, reached by partition
-            from .cluster import SyncNatsTransport
-            self._setup_cluster(endpoints, timeout=timeout, retries=retries, max_batch=max_batch,
-                                transport=SyncNatsTransport)
+            from .cluster import SyncNatsTransport, cluster_operations
+            self._setup_cluster(cluster_operations(endpoints, timeout=timeout, retries=retries, max_batch=max_batch),
+                                SyncNatsTransport)
             return
         self._setup(endpoints, pub, timeout=timeout, retries=retries, max_batch=max_batch, curve=curve,
                     context=context if context is not None else zmq.Context.instance(), transport=_Transport)

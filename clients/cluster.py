@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 
 from . import protocol
-from ._common import Exchange, accept_reply, endpoint_list
+from ._common import Exchange, Operations, accept_reply, endpoint_list
 from .errors import SeqdError
 from .protocol import Event, Reply
 
@@ -328,6 +328,15 @@ def route(stream: str | None, endpoint: str | None, fleet: bool) -> str:
     return STREAM_PREFIX + stream
 
 
+def cluster_operations(servers: str | Sequence[str], *, timeout: float, retries: int | None,
+                       max_batch: int) -> Operations:
+    """The plans of a client of a cluster (``_common.Operations``): ``servers`` are NATS URLs, requests go by
+    partition (:func:`route`), and a timed-out request is resent ``CLUSTER_RETRIES`` times unless ``retries``
+    says otherwise."""
+    return Operations(servers_of(servers), timeout=timeout, retries=CLUSTER_RETRIES if retries is None else retries,
+                      max_batch=max_batch, router=route)
+
+
 # --- the blocking client's transport and subscription: a private event loop in a thread -------------------
 class LoopThread:
     """An asyncio event loop in a daemon thread, for the blocking client's NATS connection."""
@@ -346,6 +355,7 @@ class LoopThread:
             self.thread.join(timeout=5)
         if not self.loop.is_running():
             self.loop.close()
+
 
 
 class SyncNatsTransport:
