@@ -191,9 +191,27 @@ def draws(args, train, valid) -> list[str]:
                    f"{args.chunk:,} lines."]
 
 
+# each part: the function that runs it (its table's rows) and the caption under its table
+PARTS = {
+    "replay": (replay, lambda args: f"The online GLNN (`glnn` preset, window {args.window}) reading the training "
+               "lines again and again; validation error on the answer bits (probability 1/2 or less), validation "
+               "scored by a copy."),
+    "objective": (objective, lambda args: "Seed 000's batch GLNN (10 units, fully connected, QDH + RBPM, initial "
+                  "draw [0, 2]) under three training objectives; validation error on the answer bits after each "
+                  "block of steps."),
+    "experts": (experts, lambda args: f"The batch GLNN of the objectives above taking its steps on {args.chunk:,} "
+                "lines at a time (2 steps, w then tau, per block; the rates carried from block to block), pass "
+                "after pass; validation error on the answer bits, and the validation sequence's bits per symbol, "
+                "each position scored by the network that predicts it."),
+    "draws": (draws, lambda args: "The network that answers (the one of the symbol \"=\", trained on the positions "
+              "after it) alone, from several initial draws, stepping as above; validation error on the answer bits "
+              "after each pass."),
+}
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--parts", nargs="+", choices=("replay", "objective", "experts", "draws"),
+    p.add_argument("--parts", nargs="+", choices=tuple(PARTS),
                    default=["replay", "objective"], help="the parts to run (default: replay and objective)")
     p.add_argument("--length", type=int, default=20, help="T (default 20)")
     p.add_argument("--passes", type=int, default=30, help="replay: passes over the training lines (default 30)")
@@ -209,27 +227,9 @@ def main() -> int:
     args = p.parse_args()
     train, valid = _sequences(args.length)
     parts = []
-    if "replay" in args.parts:
-        parts += replay(args, train, valid) + ["", f"The online GLNN (`glnn` preset, window {args.window}) "
-                                               "reading the training lines again and again; validation error on "
-                                               "the answer bits (probability 1/2 or less), validation scored by a "
-                                               "copy.", ""]
-    if "objective" in args.parts:
-        parts += objective(args, train, valid) + ["", "Seed 000's batch GLNN (10 units, fully connected, QDH + "
-                                                  "RBPM, initial draw [0, 2]) under three training objectives; "
-                                                  "validation error on the answer bits after each block of steps.",
-                                                  ""]
-    if "experts" in args.parts:
-        parts += experts(args, train, valid) + ["", f"The batch GLNN of the objectives above taking its steps on "
-                                                f"{args.chunk:,} lines at a time (2 steps, w then tau, per block; "
-                                                "the rates carried from block to block), pass after pass; "
-                                                "validation error on the answer bits, and the validation "
-                                                "sequence's bits per symbol, each position scored by the network "
-                                                "that predicts it.", ""]
-    if "draws" in args.parts:
-        parts += draws(args, train, valid) + ["", "The network that answers (the one of the symbol \"=\", trained on "
-                                            "the positions after it) alone, from several initial draws, stepping "
-                                            "as above; validation error on the answer bits after each pass.", ""]
+    for name in ("replay", "objective", "experts", "draws"):  # in this order, whatever the command line's
+        if name in args.parts:
+            parts += PARTS[name][0](args, train, valid) + ["", PARTS[name][1](args), ""]
     text = f"Command: `{command_line('xor_online.py')}`  \nMachine: {machine()}\n\n" + "\n".join(parts)
     report(args.section, text, not args.no_write)
     return 0
