@@ -48,6 +48,11 @@ from seqd.core.training.batch import BatchTrainer, TrainConfig, evaluate  # noqa
 LINES, VALIDATION = 10000, 5000  # bench/models_on_tasks.py's protocol
 
 
+def _network(A: int) -> ModelSpec:
+    """Seed 000's batch GLNN of the distant XOR runs: 10 units, fully connected."""
+    return ModelSpec("glnn", 10, 10, "tanh", A)
+
+
 def _sequences(length: int):
     train = tasks.generate("xor", np.random.default_rng([0, 0]), LINES, length=length)
     valid = tasks.generate("xor", np.random.default_rng([0, 1]), VALIDATION, length=length)
@@ -92,7 +97,7 @@ def objective(args, train, valid) -> list[str]:
             "|---|" + "---:|" * (len(marks) + 1)]
     for name, weights in OBJECTIVES.items():
         chi = weights(train, A)
-        spec = ModelSpec("glnn", 10, 10, "tanh", A)
+        spec = _network(A)
         params = initialize(spec, *symbol_frequencies(train.symbols, chi, A), np.random.default_rng([0, 2]))
         trainer = BatchTrainer(spec, params, train.symbols, chi, TrainConfig("rbpm"))
         cells = []
@@ -105,14 +110,17 @@ def objective(args, train, valid) -> list[str]:
     return rows
 
 
-def _rehearsed(spec, params, train, chi, args, rates):
-    """One pass over the training lines, ``args.chunk`` lines to a step (2 steps: w, then tau; the rates carried
-    from step to step in ``rates``); returns the parameters."""
-    newline = train.alphabet.index("\n")
-    ends = np.flatnonzero(train.symbols == newline) + 1
+def _blocks(train, chunk: int) -> list[tuple[int, int]]:
+    """The training sequence cut into blocks of ``chunk`` whole lines (the last may hold fewer): (start, end)."""
+    ends = np.flatnonzero(train.symbols == train.alphabet.index("\n")) + 1
     starts = np.concatenate(([0], ends[:-1]))
-    for c in range(0, len(ends), args.chunk):
-        a, b = starts[c], ends[min(c + args.chunk, len(ends)) - 1]
+    return [(starts[c], ends[min(c + chunk, len(ends)) - 1]) for c in range(0, len(ends), chunk)]
+
+
+def _rehearsed(spec, params, train, chi, blocks, rates):
+    """One pass over the training ``blocks``, a step on each (2 steps: w, then tau; the rates carried from step to
+    step in ``rates``); returns the parameters."""
+    for a, b in blocks:
         if not chi[a:b].any():
             continue
         trainer = BatchTrainer(spec, params, train.symbols[a:b], chi[a:b], TrainConfig("rbpm"))
@@ -125,23 +133,25 @@ def _rehearsed(spec, params, train, chi, args, rates):
 
 def experts(args, train, valid) -> list[str]:
     A = len(train.alphabet)
-    spec = ModelSpec("glnn", 10, 10, "tanh", A)
+    spec = _network(A)
     # the position after each symbol: the first symbol of a sequence follows a line's end
     after = {name: np.concatenate(([train.alphabet.index("\n")], seq.symbols[:-1])) for name, seq in
              (("train", train), ("valid", valid))}
     answers = valid.predict_mask != 0
+    blocks = _blocks(train, args.chunk)
     marks = sorted({1, 2, 4} | set(range(args.every_pass, args.rehearsals + 1, args.every_pass)) | {args.rehearsals})
     marks = [m for m in marks if m <= args.rehearsals]
+    # each learner: its networks' chi, and whether it learns every symbol (a stream's: its bits per symbol mean
+    # something)
     learners = {
-        "one network, every symbol (a stream)": [np.ones(len(train))],
-        "one network per symbol read, every symbol (a stream)": [(after["train"] == s).astype(np.float64)
-                                                                 for s in range(A)],
-        "one network, the answer bit only (seed 000's chi; not a stream's)": [train.predict_mask],
+        "one network, every symbol (a stream)": ([np.ones(len(train))], True),
+        "one network per symbol read, every symbol (a stream)": ([(after["train"] == s).astype(np.float64)
+                                                                  for s in range(A)], True),
+        "one network, the answer bit only (seed 000's chi; not a stream's)": ([train.predict_mask], False),
     }
     rows = ["| learner | initial draw | " + " | ".join(f"pass {m}" for m in marks) + " | answer bits (mean) | "
             "bits per symbol, validation | CPU s |", "|---|---:|" + "---:|" * (len(marks) + 3)]
-    for name, chis in learners.items():
-        stream = name.endswith("(a stream)")  # a learner of every symbol: its bits per symbol mean something
+    for name, (chis, stream) in learners.items():
         for draw in range(args.draws):
             t0 = time.process_time()
             nets = [initialize(spec, *symbol_frequencies(train.symbols, chi, A),
@@ -149,7 +159,7 @@ def experts(args, train, valid) -> list[str]:
             rates = [[] for _ in chis]
             cells, bits, answer = [], None, None
             for k in range(1, args.rehearsals + 1):
-                nets = [_rehearsed(spec, p, train, chi, args, r) for p, chi, r in zip(nets, chis, rates)]
+                nets = [_rehearsed(spec, p, train, chi, blocks, r) for p, chi, r in zip(nets, chis, rates)]
                 if k not in marks:
                     continue
                 lp = np.empty(len(valid))
@@ -169,8 +179,9 @@ def draws(args, train, valid) -> list[str]:
     """The network that answers (the one of the symbol "=", whose positions are the answers: seed 000's chi)
     over many initial draws, ``args.rehearsals`` passes of blocks each: how often the route learns."""
     A = len(train.alphabet)
-    spec = ModelSpec("glnn", 10, 10, "tanh", A)
+    spec = _network(A)
     chi = train.predict_mask
+    blocks = _blocks(train, args.chunk)
     rows = ["| initial draw | first pass below 10 % | first pass below 1 % | error after the last pass | CPU s |",
             "|---:|---:|---:|---:|---:|"]
     below = 0
@@ -179,7 +190,7 @@ def draws(args, train, valid) -> list[str]:
         params = initialize(spec, *symbol_frequencies(train.symbols, chi, A), np.random.default_rng([0, 2 + draw]))
         rates, first10, first1, error = [], None, None, None
         for k in range(1, args.rehearsals + 1):
-            params = _rehearsed(spec, params, train, chi, args, rates)
+            params = _rehearsed(spec, params, train, chi, blocks, rates)
             error = evaluate(spec, params, valid.symbols, valid.predict_mask).error_rate
             first10 = first10 or (k if error < 0.10 else None)
             first1 = first1 or (k if error < 0.01 else None)
@@ -227,7 +238,7 @@ def main() -> int:
     args = p.parse_args()
     train, valid = _sequences(args.length)
     parts = []
-    for name in ("replay", "objective", "experts", "draws"):  # in this order, whatever the command line's
+    for name in PARTS:  # in the table's order, whatever the command line's
         if name in args.parts:
             parts += PARTS[name][0](args, train, valid) + ["", PARTS[name][1](args), ""]
     text = f"Command: `{command_line('xor_online.py')}`  \nMachine: {machine()}\n\n" + "\n".join(parts)

@@ -357,7 +357,6 @@ class LoopThread:
             self.loop.close()
 
 
-
 class SyncNatsTransport:
     """The blocking client's exchanges, run on a :class:`LoopThread`."""
 
