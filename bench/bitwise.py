@@ -29,40 +29,19 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from baselines import held_out_files, log_files  # noqa: E402
-from common import command_line, machine, report, seqd_json  # noqa: E402
+import presets_on_logs  # noqa: E402
+from baselines import log_files  # noqa: E402
+from common import command_line, machine, report  # noqa: E402
 
 SEQD = [sys.executable, "-m", "seqd"]
 
 
 def cmd_bits(args) -> int:
-    public, held = log_files(), held_out_files()
-    if not public:
+    text = presets_on_logs.table("bytes", "bitwise", labels={"bytes": "bytes-12"}, command=command_line("bitwise.py"))
+    if text is None:
         print("bench/bitwise.py: no logs in ../shared/data/logs", file=sys.stderr)
         return 1
-    files = [str(p) for p in public + held]
-    runs = {preset: seqd_json(["eval", "--preset", preset, *files]) for preset in ("bytes", "bitwise")}
-    rows = {preset: {Path(f["file"]).name: f for f in runs[preset]["files"]} for preset in runs}
-    lines = [f"Command: `{command_line('bitwise.py')}` (`seqd eval --preset bitwise --json LOGS HELD_OUT`, and "
-             "`--preset bytes`: a fresh learner per file, prequential bits/byte)  ", f"Machine: {machine()}", "",
-             "| file | bytes | bytes-12 | bitwise | difference | bitwise bytes/s |",
-             "|---|---:|---:|---:|---:|---:|"]
-    for group, label in ((public, "public logs, size-weighted"), (held, "held-out logs, size-weighted")):
-        if not group:
-            continue
-        totals = {"bytes": 0.0, "bitwise": 0.0}
-        n = 0
-        for path in group:
-            old, new = rows["bytes"][path.name], rows["bitwise"][path.name]
-            a, b = old["bits"] / old["bytes"], new["bits"] / new["bytes"]
-            lines.append(f"| {path.name} | {new['bytes']:,} | {a:.5f} | {b:.5f} | {b - a:+.5f} | "
-                         f"{new['bytes_per_second']:,.0f} |")
-            totals["bytes"] += old["bits"]
-            totals["bitwise"] += new["bits"]
-            n += new["bytes"]
-        a, b = totals["bytes"] / n, totals["bitwise"] / n
-        lines.append(f"| **{label}** | {n:,} | **{a:.5f}** | **{b:.5f}** | {b - a:+.5f} | |")
-    report("bitwise_bits", "\n".join(lines), args.write)
+    report("bitwise_bits", text, args.write)
     return 0
 
 

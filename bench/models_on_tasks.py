@@ -6,9 +6,10 @@ prequential code length on the scored positions, minus the true model's, is
 the regret (seed 000's protocol for its CTW sanity check, as ``bench/online.py
 tasks`` runs it for the GLNN). Distant XOR scores only the bit after '='; its
 error is the fraction of those bits given probability 1/2 or less. The models
-run with their defaults (the presets of ``seqd.core.learners``, over the
+run with their defaults (the presets of ``seqd.core.learners``, built for the
 task's alphabet); the recurrent baselines also with a window long enough to
-span a distant-XOR line.
+span a distant-XOR line.  ``rehearsal`` rehearses a buffer of the stream's
+past blocks as it goes (``seqd.core.rehearsal``): its CPU time is printed.
 
     python bench/models_on_tasks.py                   # alphabet, music, aⁿbⁿ, distant XOR T = 20 and T = 100
     python bench/models_on_tasks.py --tasks anbn      # a quick look
@@ -17,9 +18,9 @@ span a distant-XOR line.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -32,12 +33,12 @@ from seqd.core.learners import MODELS, PRESETS  # noqa: E402
 from seqd.core.lstm import LSTMConfig  # noqa: E402
 from seqd.core.scornn import SCORNNConfig  # noqa: E402
 
-# (label, configuration over a cap of 256, to be narrowed to the task's alphabet)
-LEARNERS = [(f"`{name}`", PRESETS[name][1]()) for name in ("glnn", "ctw", "esn", "lstm", "gru", "scornn",
-                                                                                 "enrnn")] + [
-    ("LSTM, window 128", LSTMConfig(horizon=128)),
-    ("GRU, window 128", LSTMConfig(cell="gru", horizon=128)),
-    ("scoRNN, window 128", SCORNNConfig(horizon=128)),
+# (label, the configuration over an alphabet of A symbols, as a preset builds it for A)
+LEARNERS = [(f"`{name}`", functools.partial(PRESETS[name][1])) for name in ("glnn", "ctw", "esn", "lstm", "gru",
+                                                                              "scornn", "enrnn", "rehearsal")] + [
+    ("LSTM, window 128", functools.partial(LSTMConfig, horizon=128)),
+    ("GRU, window 128", functools.partial(LSTMConfig, cell="gru", horizon=128)),
+    ("scoRNN, window 128", functools.partial(SCORNNConfig, horizon=128)),
 ]
 # (label, task, training size, options): the paper's sizes; distant XOR with 10,000 training lines as the paper's
 RUNS = {
@@ -49,9 +50,11 @@ RUNS = {
 }
 
 
-def regret(config, train, valid) -> tuple[float, float | None, float]:
-    """(regret in bits, XOR error or None, seconds) of one learner streaming ``train`` then ``valid``."""
-    learner = MODELS[_model(config)].learner(replace(config, alphabet_cap=len(train.alphabet)))
+def regret(make, train, valid) -> tuple[float, float | None, float]:
+    """(regret in bits, XOR error or None, seconds) of one learner (its configuration ``make(alphabet_cap=A)``)
+    streaming ``train`` then ``valid``."""
+    config = make(alphabet_cap=len(train.alphabet))
+    learner = MODELS[_model(config)].learner(config)
     t0 = time.process_time()
     learner.learn(train.symbols)
     bits = learner.learn(valid.symbols)
@@ -72,21 +75,25 @@ def table(args) -> str:
     names = [label for label, _ in chosen]
     lines = ["| task | validation symbols | true model (bits) | " + " | ".join(names) + " |",
              "|---|---:|---:|" + "---:|" * len(names)]
+    costs = ["| task | symbols streamed | " + " | ".join(names) + " |", "|---|---:|" + "---:|" * len(names)]
     for key in args.tasks:
         label, task, size, opts = RUNS[key]
         train = tasks.generate(task, np.random.default_rng([0, 0]), size, **opts)
         valid = tasks.generate(task, np.random.default_rng([0, 1]), 5000 if task == "xor" else None, **opts)
-        cells = []
+        cells, cost = [], []
         for name, config in chosen:
             r, error, seconds = regret(config, train, valid)
             cells.append(f"{r:,.1f}" + ("" if error is None else f" ({100 * error:.1f}%)"))
+            cost.append(f"{seconds:,.0f} s, {1e6 * seconds / (len(train) + len(valid)):,.0f} µs")
             print(f"{label} {name}: regret {r:.1f}" + ("" if error is None else f", error {100 * error:.1f}%")
                   + f" ({seconds:.0f} s)", flush=True)
         lines.append(f"| {label} | {len(valid):,} | {-valid.true_log2_likelihood:,.1f} | " + " | ".join(cells) + " |")
+        costs.append(f"| {label} | {len(train) + len(valid):,} | " + " | ".join(cost) + " |")
     lines += ["", "Regret (bits) on the validation sequence after one pass over the training sequence, each model "
                   "online with its defaults (the presets; the last three with a window of 128 symbols); distant XOR: "
                   "10,000 training lines and 5,000 validation lines, regret and, in brackets, the error on the scored "
-                  "bits. One run per cell (the models' own seed 0)."]
+                  "bits. One run per cell (the models' own seed 0).", ""] + costs + [
+                  "", "CPU time of each run (training and validation streamed), and per symbol streamed."]
     return "\n".join(lines)
 
 

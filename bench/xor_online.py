@@ -19,12 +19,15 @@ learner is not told which symbols matter: it learns every one.  This bench separ
   each symbol read, which alone predicts the symbol after it and so is trained on those positions only (the
   GLNN's gating, eq. 13, carried to the writing layer and to the units themselves); seed 000's answer-bit
   objective, which a stream cannot have, beside them;
-* ``draws``: that answering network alone from ``--draws`` initial draws: how often the route learns.
+* ``draws``: that answering network alone from ``--draws`` initial draws: how often the route learns;
+* ``rehearsal``: the online learner built on that route (the ``rehearsal`` preset, ``seqd.core.rehearsal``),
+  streamed once as ``bench/models_on_tasks.py --tasks xor20`` streams it, from ``--draws`` seeds.
 
     python bench/xor_online.py                       # replay and objective (about 15 CPU minutes)
     python bench/xor_online.py --parts objective --steps 100
     python bench/xor_online.py --parts experts --rehearsals 12
     python bench/xor_online.py --parts draws --draws 8 --rehearsals 40
+    python bench/xor_online.py --parts rehearsal --draws 4   # about 20 CPU minutes
 """
 
 from __future__ import annotations
@@ -42,7 +45,9 @@ from common import command_line, machine, report  # noqa: E402
 
 from seqd.core import tasks  # noqa: E402
 from seqd.core.model import ModelSpec, initialize, symbol_frequencies  # noqa: E402
+from seqd.core.learners import PRESETS  # noqa: E402
 from seqd.core.online import OnlineConfig, OnlineLearner  # noqa: E402
+from seqd.core.rehearsal import RehearsalLearner  # noqa: E402
 from seqd.core.training.batch import BatchTrainer, TrainConfig, evaluate  # noqa: E402
 
 LINES, VALIDATION = 10000, 5000  # bench/models_on_tasks.py's protocol
@@ -202,6 +207,30 @@ def draws(args, train, valid) -> list[str]:
                    f"{args.chunk:,} lines."]
 
 
+def rehearsal(args, train, valid) -> list[str]:
+    """The ``rehearsal`` preset (``seqd.core.rehearsal``) streaming the training lines once, then the validation
+    lines, as ``bench/models_on_tasks.py --tasks xor20`` streams them, from ``--draws`` seeds (0, 1, ...): the
+    error on the validation answers as it goes on learning, and the validation lines' bits."""
+    make = PRESETS["rehearsal"][1]
+    rows = ["| seed | error, training answers: first quarter / second / third / last | validation error | "
+            "validation regret (bits) | bits per symbol, validation | CPU s | µs per symbol |",
+            "|---:|---|---:|---:|---:|---:|---:|"]
+    train_answers, answers = train.predict_mask != 0, valid.predict_mask != 0
+    for seed in range(args.draws):
+        learner = RehearsalLearner(make(alphabet_cap=len(train.alphabet), seed=seed))
+        t0 = time.process_time()
+        bits = learner.learn(train.symbols)
+        quarters = [f"{100 * np.mean(q >= 1.0):.1f}%" for q in np.array_split(bits[train_answers], 4)]
+        vbits = learner.learn(valid.symbols)
+        seconds = time.process_time() - t0
+        regret = float((vbits * valid.predict_mask).sum()) + valid.true_log2_likelihood
+        rows.append(f"| {seed} | {' / '.join(quarters)} | {100 * np.mean(vbits[answers] >= 1.0):.2f}% | "
+                    f"{regret:,.1f} | {vbits.mean():.4f} | {seconds:.0f} | "
+                    f"{1e6 * seconds / (len(train) + len(valid)):.0f} |")
+        print(rows[-1], flush=True)
+    return rows
+
+
 # each part: the function that runs it (its table's rows) and the caption under its table
 PARTS = {
     "replay": (replay, lambda args: f"The online GLNN (`glnn` preset, window {args.window}) reading the training "
@@ -217,6 +246,10 @@ PARTS = {
     "draws": (draws, lambda args: "The network that answers (the one of the symbol \"=\", trained on the positions "
               "after it) alone, from several initial draws, stepping as above; validation error on the answer bits "
               "after each pass."),
+    "rehearsal": (rehearsal, lambda args: "The `rehearsal` preset over the task's alphabet (a network for each "
+                  "symbol read and the online GLNN, mixed; blocks of 2^16 symbols, 24 rehearsals a block), from "
+                  "several seeds, each streaming the 10,000 training lines once and then the 5,000 validation lines "
+                  "as it goes on learning; error on the answer bits (probability 1/2 or less)."),
 }
 
 
@@ -232,7 +265,7 @@ def main() -> int:
     p.add_argument("--chunk", type=int, default=1000, help="experts: lines to a rehearsal step (default 1000)")
     p.add_argument("--rehearsals", type=int, default=16, help="experts: passes over the lines (default 16)")
     p.add_argument("--every-pass", type=int, default=4, help="experts: passes between validations (default 4)")
-    p.add_argument("--draws", type=int, default=2, help="experts, draws: initial draws (default 2)")
+    p.add_argument("--draws", type=int, default=2, help="experts, draws: initial draws; rehearsal: seeds (default 2)")
     p.add_argument("--section", default="xor_online_wall")
     p.add_argument("--no-write", action="store_true", help="print the tables without touching docs/benchmarks.md")
     args = p.parse_args()

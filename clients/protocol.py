@@ -34,8 +34,9 @@ PROTOCOL_VERSION = 1
 # --- operations -----------------------------------------------------------------------------
 OPS = ("ping", "create", "drop", "publish", "predict", "stats", "snapshot")
 # the models a create may name (the daemon's, seqd.core.learners.PRESETS): the byte model (the default), seed
-# 000's GLNN alone, and the baselines: context-tree weighting, an echo-state network, an LSTM, a GRU, a scoRNN
-PRESETS = ("bytes", "glnn", "bitwise", "ctw", "esn", "lstm", "gru", "scornn", "enrnn")
+# 000's GLNN alone, the bitwise byte model, the baselines (context-tree weighting, an echo-state network, an LSTM,
+# a GRU, a scoRNN, an ENRNN), and seed 000's networks trained by rehearsing the stream's past (small alphabets)
+PRESETS = ("bytes", "glnn", "bitwise", "ctw", "esn", "lstm", "gru", "scornn", "enrnn", "rehearsal")
 
 # --- error codes (docs/protocol.md, "Errors") -----------------------------------------------
 BAD_REQUEST = "bad_request"  # malformed message, wrong field types, missing fields

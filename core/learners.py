@@ -29,6 +29,10 @@ from .lstm.config import state_shapes as lstm_shapes
 from .scornn import SCORNNConfig, SCORNNLearner
 from .scornn.config import state_shapes as scornn_shapes
 from .online import OnlineConfig, OnlineLearner
+from .rehearsal import RehearsalConfig, RehearsalLearner
+from .rehearsal.config import network_work, online_config, rehearsal_work
+from .rehearsal.config import preset as rehearsal_preset
+from .rehearsal.config import state_shapes as rehearsal_shapes
 from .online.config import MODELS as ONLINE_PRESETS
 from .online.state import first_resident_nbytes as first_resident_nbytes_online
 from .online.state import state_shapes as online_shapes
@@ -66,6 +70,18 @@ def _lstm_work(c: LSTMConfig) -> int:
         + 3 * (c.layers * c.cells + 1) * (c.alphabet_cap + 1)
 
 
+def _rehearsal_shapes(c: RehearsalConfig) -> dict:
+    """The rehearsing GLNN's arrays and its online member's (a GLNN of its own, snapshotted after them)."""
+    member = online_shapes(online_config(c)) if c.online else {}
+    return {**rehearsal_shapes(c), **{"online." + name: shape for name, shape in member.items()}}
+
+
+def _rehearsal_work(c: RehearsalConfig) -> int:
+    """Every network's reading of the symbol, a group's softmaxes, and the rehearsals' share (the online member's
+    GLNN is bounded, as the glnn model's)."""
+    return (c.networks + c.draws) * network_work(c) + rehearsal_work(c)
+
+
 # by name; "glnn" is seed 000's GLNN with the context units and their mixer (OnlineConfig), which every seqd
 # before 0.14 served alone, so a stream.json without a model name holds one
 MODELS = {model.name: model for model in (
@@ -75,6 +91,7 @@ MODELS = {model.name: model for model in (
     Model("esn", ESNConfig, ESNLearner, esn_shapes, _esn_work),
     Model("lstm", LSTMConfig, LSTMLearner, lstm_shapes, _lstm_work),
     Model("scornn", SCORNNConfig, SCORNNLearner, scornn_shapes, _scornn_work),
+    Model("rehearsal", RehearsalConfig, RehearsalLearner, _rehearsal_shapes, _rehearsal_work),
 )}
 
 # preset name -> (model name, how the preset builds its configuration from settings)
@@ -91,6 +108,9 @@ PRESETS: dict[str, tuple[str, Callable]] = {
     # until the softmax underflowed), clipped (online its T diverges unclipped; 30 chosen on Apache's first
     # 30 kB, docs/benchmarks.md)
     "enrnn": ("scornn", functools.partial(SCORNNConfig, short=24, clip=30.0, margin=0.1)),
+    # seed 000's batch GLNN for each group of symbols read, trained by rehearsing the stream's last blocks: the
+    # online learner that learns distant XOR (core/rehearsal); for small alphabets (16 by default)
+    "rehearsal": ("rehearsal", rehearsal_preset),
 }
 
 

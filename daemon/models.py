@@ -2,7 +2,8 @@
 on what one request may ask for.
 
 A ``create`` names a preset (``core/learners.py``: ``bytes``, the default,
-``bitwise``, the faster byte model, ``glnn``, or a baseline, ``ctw``,
+``bitwise``, the faster byte model, ``glnn``, ``rehearsal`` (GLNNs trained by
+rehearsing the stream's past, for small alphabets), or a baseline, ``ctw``,
 ``esn``, ``lstm``, ``gru``) and overrides of
 its configuration's settings; :func:`make_config` builds the configuration or
 says why not.  A stream keeps the configuration it was created with, and its
@@ -69,7 +70,10 @@ SERVED_BOUNDS = {
     "esn": {"units": 2048, "connections": 64},
     "lstm": {"cells": 512, "layers": 4, "horizon": 256},
     "scornn": {"units": 512, "horizon": 256},
+    "rehearsal": {"units": 32, "degree": 32, "draws": 4, "block": 1 << 17, "blocks": 16, "rehearsals": 64},
 }
+# and what one rehearsal may take besides the state (the batch steps' buffers over a block: core/rehearsal)
+MAX_REHEARSAL_BYTES = 64 << 20
 MAX_CONTEXT_ORDERS = 16
 # and what one symbol may cost, for the models whose cost grows with their settings together (an LSTM's
 # cells, layers and alphabet): 2^25 multiply-adds, some 10-20 ms (a worker's batch is sized by it: streams.chunk_for)
@@ -123,6 +127,10 @@ def check_served(config) -> None:
     if work is not None and work > MAX_WORK_PER_SYMBOL:
         raise ValueError(f"this model spends some {work:,} multiply-adds on a symbol, more than this daemon serves "
                          f"({MAX_WORK_PER_SYMBOL:,}): fewer cells, layers or units, or a smaller alphabet_cap")
+    if model == "rehearsal" and config.rehearsal_bytes > MAX_REHEARSAL_BYTES:
+        raise ValueError(f"a rehearsal over blocks of {config.block:,} symbols of {config.alphabet_cap} would take "
+                         f"{config.rehearsal_bytes >> 20} MiB, more than this daemon gives one "
+                         f"({MAX_REHEARSAL_BYTES >> 20} MiB): a smaller block or alphabet_cap")
     if model == "glnn" and len(config.context_orders) > MAX_CONTEXT_ORDERS:
         raise ValueError(f"at most {MAX_CONTEXT_ORDERS} context orders, got {len(config.context_orders)}")
 

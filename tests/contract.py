@@ -52,6 +52,8 @@ from seqd.core.esn import ESNConfig, ESNLearner
 from seqd.core.lstm import LSTMConfig, LSTMLearner
 from seqd.core.scornn import SCORNNConfig, SCORNNLearner
 from seqd.core.online import OnlineConfig, OnlineLearner
+from seqd.core.rehearsal import RehearsalConfig, RehearsalLearner
+from seqd.core.rehearsal.config import preset as rehearsal_preset
 
 STREAM_LENGTH = 1200  # symbols per contract stream: several windows, every symbol of a small alphabet
 SMALL = dict(units=8, degree=3, alphabet_cap=16, window=5)  # a recurrent network small enough to be quick
@@ -149,6 +151,7 @@ REGISTRY: list[Entry] = [
     Entry("preset-gru", lambda: LSTMConfig(cell="gru"), LSTMLearner),
     Entry("preset-scornn", SCORNNConfig, SCORNNLearner),
     Entry("preset-enrnn", lambda: SCORNNConfig(short=24, clip=30.0, margin=0.1), SCORNNLearner),
+    Entry("preset-rehearsal", rehearsal_preset, RehearsalLearner, closed=True),  # no block complete in a contract stream
     # seqd compress's levels whose models differ most from the default (seqd.core.container.LEVEL_MODELS)
     Entry("level-fast", lambda: level_config(1), random=False),
     Entry("level-max", lambda: level_config(9)),
@@ -177,6 +180,14 @@ REGISTRY: list[Entry] = [
           SCORNNLearner),
     Entry("enrnn-coupled", lambda: SCORNNConfig(alphabet_cap=16, units=9, short=4, coupling=True, clip=5.0),
           SCORNNLearner),
+    # seed 000's GLNN for each group of symbols read, rehearsing its buffer: blocks of 256 symbols, so that a
+    # contract stream draws its networks from the first block, rehearses several times and fills the ring;
+    # 5 groups of 16 symbols and 2 draws (the mixture), and bytes
+    Entry("rehearsal-cap16", lambda: RehearsalConfig(alphabet_cap=16, units=3, degree=2, groups=5, block=256,
+                                                     blocks=2, rehearsals=2), RehearsalLearner, closed=True),
+    Entry("rehearsal-bytes", lambda: RehearsalConfig(alphabet_cap=256, units=2, degree=2, groups=2, draws=1,
+                                                     block=128, blocks=3, rehearsals=1), RehearsalLearner,
+          closed=True),
 ]
 
 # the entries whose learner is the online GLNN (OnlineLearner), for the checks of its internals

@@ -281,3 +281,15 @@ def test_every_daemon_preset_is_registered():
     for name, entry in registered.items():
         model, make = PRESETS[name]
         assert entry.config() == make(), name
+
+
+@each
+def test_the_declared_bytes_are_the_learners(entry):
+    """What the daemon budgets and bounds a snapshot by without making a learner (``learners.state_nbytes``,
+    ``first_resident_nbytes``) is what the learner holds."""
+    from seqd.core.learners import first_resident_nbytes, state_nbytes
+
+    learner = entry.make()
+    assert state_nbytes(learner.config) == learner.state_bytes
+    assert first_resident_nbytes(learner.config) == learner.resident_bytes
+    assert len(learner.to_bytes()) <= learner.state_bytes + (1 << 20)

@@ -1,4 +1,5 @@
-"""A stream of each model the daemon serves besides the GLNN (``core/learners.py``: ctw, esn, lstm, gru, scornn, enrnn):
+"""A stream of each model the daemon serves besides the GLNN (``core/learners.py``: ctw, esn, lstm, gru, scornn, enrnn,
+rehearsal):
 created by its preset, restored bit for bit after a stop (its snapshot) and after a kill (its log), woken bit for
 bit from hibernation, and refused clearly when a request asks for too much."""
 
@@ -30,9 +31,13 @@ MODELS = {
     "gru": ("gru", {"cells": 10, "horizon": 5}),
     "scornn": ("scornn", {"units": 10, "horizon": 6}),
     "enrnn": ("enrnn", {"units": 10, "short": 4, "horizon": 6, "learning_rate": 0.2}),
+    # blocks of 256 bytes: the networks drawn from the first, rehearsals every 128 bytes, the ring wrapping
+    "rehearsal": ("rehearsal", {"alphabet_cap": 256, "units": 3, "degree": 2, "groups": 2, "block": 256, "blocks": 2,
+                                "rehearsals": 2}),
 }
 
-MODEL_OF = {"ctw": "ctw", "esn": "esn", "lstm": "lstm", "gru": "lstm", "scornn": "scornn", "enrnn": "scornn"}
+MODEL_OF = {"ctw": "ctw", "esn": "esn", "lstm": "lstm", "gru": "lstm", "scornn": "scornn", "enrnn": "scornn",
+            "rehearsal": "rehearsal"}
 
 
 def reference(preset: str, settings: dict, batches) -> tuple[object, float]:
@@ -121,6 +126,9 @@ def test_a_hibernated_learner_of_every_model_wakes_and_continues_bit_for_bit(loo
     ("gru", {"units": 8}, "unknown model setting.s. units for the gru preset"),
     ("lstm", {"cells": 0}, "cells must be in"),
     ("rnn", {}, "unknown preset 'rnn'"),
+    ("rehearsal", {"units": 40, "degree": 4}, "units = 40 is above what this daemon serves"),
+    ("rehearsal", {"alphabet_cap": 256, "block": 1 << 17}, "a rehearsal over blocks of 131,072 symbols of 256 would "
+                                                           "take 578 MiB, more than this daemon gives one"),
 ])
 def test_a_model_asked_beyond_what_is_served_is_refused_clearly(preset, settings, message):
     with pytest.raises(ValueError, match=message):

@@ -9,7 +9,7 @@ reported as cumulative regret in bits against the true model (Table 1).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -29,7 +29,7 @@ TRAINED_MODELS = ("glnn", "gnn", "rnn", "hmm", "batch-lstm") + tuple(BATCH_MODEL
 # seqd's online learners by their presets (core/learners.py): they stream the training sequence (``steps`` passes,
 # one by default) and then the validation sequence, which they score as they go on learning: the protocol of
 # seed 000's CTW and bzip2 rows
-ONLINE_MODELS = ("ctw", "esn", "lstm", "gru", "scornn", "enrnn")
+ONLINE_MODELS = ("ctw", "esn", "lstm", "gru", "scornn", "enrnn", "rehearsal")
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,9 @@ def run_online(exp: Experiment, progress=None) -> Outcome:
     model, make = learners.PRESETS[exp.model]
     config = make(alphabet_cap=A)
     sized = {name: exp.units for name in ("units", "cells") if hasattr(config, name) and exp.units > 0}
-    config = replace(config, **sized) if sized else config
+    if sized and hasattr(config, "degree"):  # a rehearsing GLNN's unit reads at most every unit
+        sized["degree"] = min(config.degree, exp.units)
+    config = make(alphabet_cap=A, **sized) if sized else config
     learner = learners.MODELS[model].learner(config)
     passes = 1 if exp.steps is None else exp.steps
     if passes < 1:

@@ -230,7 +230,7 @@ class _Runner:
 
 
 def preset_config(name: str, alphabet_size: int, units: int, seed: int):
-    """The online preset's configuration for ``name`` (gru, lstm, scornn, enrnn, esn) over the alphabet, with
+    """The online preset's configuration for ``name`` (gru, lstm, scornn, enrnn, esn, rehearsal) over the alphabet, with
     ``units`` units or cells (0: the preset's)."""
     from .. import learners
     _, make = learners.PRESETS[name]
@@ -238,6 +238,8 @@ def preset_config(name: str, alphabet_size: int, units: int, seed: int):
     sized = {field: units for field in ("units", "cells") if hasattr(config, field) and units > 0}
     if not sized:
         return config
+    if hasattr(config, "degree"):  # a rehearsing GLNN's unit reads at most every unit
+        sized["degree"] = min(config.degree, units)
     if hasattr(config, "connections"):  # an echo-state unit reads at most every unit
         sized["connections"] = min(config.connections, units)
     if hasattr(config, "short"):  # the scoRNN's and the ENRNN's proportions: D's -1 on half the long-term units
