@@ -126,7 +126,7 @@ def test_eval_runs_the_baselines_with_their_settings(tmp_path, capsys, flags, mo
 
 @pytest.mark.parametrize("flags, message", [
     (["--preset", "ctw", "--units", "3"],
-     "--units is a setting of bytes, glnn, bitwise, esn, scornn, enrnn, not of ctw"),
+     "--units is a setting of bytes, glnn, bitwise, esn, scornn, enrnn, rehearsal, not of ctw"),
     (["--depth", "3"], "--depth is a setting of ctw, not of bytes"),
     (["--preset", "esn", "--window", "4"], "--window is a setting of bytes, glnn, not of esn"),
     (["--preset", "ctw", "--depth", "0"], "depth must be in")])
