@@ -15,6 +15,7 @@ import sys
 
 from seqd.core import container
 from seqd.core.container import End, FormatError, Header
+from seqd.core.limits import byte_face
 
 from ._decode import Decoded, Reader, containers
 from ._files import SUFFIX
@@ -41,20 +42,18 @@ def scan(reader: Reader) -> Decoded:
 
 
 def model_name(header: Header) -> str:
-    """The file's preset, its preset and level ('bytes-3 fast'), or its preset and how many settings differ."""
-    if isinstance(header.config, container.BitsConfig):
-        preset = container.bitwise.PRESETS[header.preset]
-        settings = dataclasses.asdict(header.config)
-        changed = sum(preset[k] != v for k, v in settings.items())
-        return header.preset if not changed else f"{header.preset}+{changed} settings"
-    preset = container.PRESETS[header.preset]
-    if header.config == container.OnlineConfig(**preset):
+    """The file's preset ('bitwise-3'), its preset and this release's level ('bitwise-3 fast'), or its preset and
+    how many settings differ ('bitwise-3+2 settings')."""
+    face = byte_face(header.config)
+    preset = face.preset(header.preset)
+    if header.config == preset:
         return header.preset
-    for name, changes in container.LEVEL_MODELS.items():  # this release's levels; they may be re-tuned
-        if changes and header.config == container.OnlineConfig(**{**preset, **changes}):
-            return f"{header.preset} {name}"
+    if header.preset == face.versions.preset:  # this release's levels of its newest preset; they may be re-tuned
+        for name, changes in face.levels.items():
+            if changes and header.config == face.preset(**changes):
+                return f"{header.preset} {name}"
     settings = json.loads(json.dumps(dataclasses.asdict(header.config)))
-    reference = json.loads(json.dumps(dataclasses.asdict(container.OnlineConfig(**preset))))
+    reference = json.loads(json.dumps(dataclasses.asdict(preset)))
     changed = sum(reference[k] != v for k, v in settings.items())
     return f"{header.preset}+{changed} settings"
 

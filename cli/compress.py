@@ -18,6 +18,7 @@ not stop the others and the worst code wins.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import threading
@@ -26,7 +27,9 @@ import time
 from seqd import __version__
 from seqd.core import container, limits
 from seqd.core.container import FormatError, Header
+from seqd.core.faces import DEFAULT, FACES, face_of_preset
 
+from . import _settings
 from ._decode import Reader, Sink, decode_stream
 from ._encode import READ_SIZE, compress_blocks, follow
 from ._display import Progress, parse_size
@@ -72,16 +75,18 @@ def _options(p: argparse.ArgumentParser) -> None:
                         "chain unless --chain-size bounds them")
     p.add_argument("--json", action="store_true",
                    help="a JSON report of every file on standard output (standard error when data goes there)")
-    shown = {1: "compressing: fastest, smallest model (5 MiB)",
+    shown = {1: "compressing: fastest, smallest model",
              9: "compressing: most compression (-1 ... -9, like gzip; default -6; docs/benchmarks.md measures each)"}
-    for level in container.LEVELS:
+    for level in DEFAULT.level_names:
         p.add_argument(f"-{level}", dest="level", action="store_const", const=level, default=container.DEFAULT_LEVEL,
                        help=shown.get(level, argparse.SUPPRESS))
     p.add_argument("--level", type=_level, default=container.DEFAULT_LEVEL, metavar="N",
                    help="compressing: level N, as -N")
-    p.add_argument("--model", choices=("bytes", "bitwise"), default="bytes",
-                   help="compressing: the byte model (bytes, the default, whose levels -1 to -9 are), or the bitwise "
-                        "model, a few times faster, a little larger (docs/benchmarks.md)")
+    p.add_argument("--model", choices=MODELS, default="bytes", metavar="MODEL",
+                   help="compressing: the byte model, 'bytes' (the default, bitwise: the levels -1 to -9 are its), or "
+                        "a byte model's frozen preset, as an older seqd wrote it: "
+                        + ", ".join(MODELS[2:]))
+    _settings.add_arguments(p, "the model compressed with (the level's)")
     p.add_argument("--block-size", type=_block_size, default=None, metavar="SIZE",
                    help="compressing: bytes per block, each with its checksums (K/M/G suffixes; default 4M)")
     p.add_argument("--chain-size", type=_block_size, default=None, metavar="SIZE",
@@ -112,18 +117,26 @@ def _memory_limit(text: str) -> int:
     return value
 
 
+# the models --model names: today's byte model ("bytes"; "bitwise" says the same) and every frozen preset
+MODELS = ("bytes", "bitwise", *(row.preset for face in FACES for row in face.versions.rows))
+
+
 def _model(args):
-    """The model the files are compressed with: the byte model at the level asked, or the bitwise model."""
-    if args.model == "bitwise":
+    """The model the files are compressed with: the default byte model at the level asked, or a frozen preset;
+    then the settings ``--set`` changes."""
+    if args.model in ("bytes", "bitwise"):
+        base = container.level_config(args.level)
+    else:
         if args.level != container.DEFAULT_LEVEL:
-            raise ValueError("the levels -1 to -9 are the byte model's: the bitwise model has one (--model bitwise "
-                             "without a level)")
-        return container.BitsConfig()
-    return container.level_config(args.level)
+            raise ValueError(f"the levels -1 to -9 are today's byte model's: {args.model} has one (--model "
+                             f"{args.model} without a level)")
+        base = face_of_preset(args.model).preset(args.model)
+    changes = _settings.parse(args.settings_given, base)
+    return dataclasses.replace(base, **changes) if changes else base
 
 
 def _level(text: str) -> int:
-    if text.strip() not in {str(n) for n in container.LEVELS}:
+    if text.strip() not in {str(n) for n in DEFAULT.level_names}:
         raise argparse.ArgumentTypeError(f"invalid level {text!r}: 1 (fastest) to 9 (most compression)")
     return int(text)
 
@@ -183,6 +196,9 @@ def _destination(name: str, args, compressing: bool) -> str | None:
 # -- the files, one by one ----------------------------------------------------------------------------
 
 def run(args) -> int:
+    if args.list_settings:
+        print(_settings.listing(_model(args), f"seqd compress --model {args.model} -{args.level}"))
+        return 0
     mode = _mode(args)
     _check(args, mode)
     args.threads = args.threads or os.cpu_count() or 1

@@ -12,13 +12,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from seqd.core import learners
-from seqd.core.online import OnlineConfig
-from seqd.core.online.config import SELECTED_STEPS
+from seqd.core import faces, learners
 
 from seqd import __version__
 
-from . import _curve
+from . import _curve, _settings
 from ._display import StatusLine, json_safe
 
 CHUNK = 1 << 16
@@ -28,62 +26,15 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Stream each file, byte by byte, through a fresh online learner (predict, then learn) and report "
         "its prequential code length: bits per byte, total bits, throughput and memory. The model is a preset, "
-        "the same for every input: 'bytes' (the default, OnlineConfig.bytes_default(): a small GLNN plus context "
-        "units and their mixer) or 'glnn' (seed 000's GLNN alone, OnlineConfig()), "
-        "or the baselines 'ctw' (context-tree weighting, seed 000's sanity check), 'esn' (a leaky echo-state "
-        "network, seed 001), 'lstm' and 'gru' (an LSTM, gated recurrent units: trained by truncated "
-        "back-propagation, seed 001), 'scornn' (seed 002's orthogonal RNN) and 'enrnn' (seed 002's ENRNN: the scoRNN "
-        "with a short-term state of spectral radius 1), as a stream's in the daemon; each setting below changes the "
-        "preset's."
+        "the same for every input, as a daemon stream's: 'bytes' (the default: the byte model, bitwise, "
+        "seqd compress's), 'glnn' (seed 000's GLNN alone), a baseline ('ctw', 'esn', 'lstm', 'gru', 'scornn', "
+        "'enrnn', 'rehearsal'), or a byte model's frozen version ('bytes-12', 'bitwise-2', ...); --set changes "
+        "one of its settings, --settings lists them."
     )
-    p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--preset", choices=tuple(MODELS), default="bytes",
-                   help="the model the settings below change: bytes (default), glnn, ctw (context-tree weighting: "
-                        "--depth, --alpha, --node-bits, --seed) or esn (an echo-state network: --units, "
-                        "--connections, --spectral-radius, --leak, --input-scale, --seed and the --writing-* settings) or lstm "
-                        "(an LSTM: --cells, --layers, --horizon, --learning-rate, --clip, --init-scale, "
-                        "--forget-bias, --seed) or gru (the same settings) or scornn (--units, --negatives, --horizon, "
-                        "--learning-rate, --skew-rate, --clip, --init-scale, --seed) or enrnn (scornn's and --short, "
-                        "--[no-]coupling, --margin)")
-    defaults, glnn = OnlineConfig.bytes_default(), OnlineConfig()
-    choices = {"model": ("glnn", "gnn"), "method": ("rbpm", "ruop", "qdrbpm", "qdruop"), "activation": ("tanh", "logistic"),
-               "selected_step": SELECTED_STEPS}
-    notes = {"transition_rate": "initial eta_tau (None: 1/units)", "window": "truncated BPTT window K",
-             "input_scale": "multiplies the reading rates of eq. 32", "units": "recurrent units N",
-             "degree": "incoming units per unit, self-loop included"}
-    for field in dataclasses.fields(OnlineConfig):
-        if field.name == "alphabet_cap":  # files are byte streams: 256
-            continue
-        flag = "--" + field.name.replace("_", "-")
-        value = getattr(defaults, field.name)
-        kind = float if field.name == "transition_rate" else type(value)
-        note = notes.get(field.name, "")
-        shown = (lambda v: ",".join(map(str, v)) or "''") if isinstance(value, tuple) else str
-        other = getattr(glnn, field.name)
-        helptext = f"{note + '; ' if note else ''}default {shown(value)}" \
-            + (f" (glnn: {shown(other)})" if other != value else "")
-        # a setting not given is the preset's: the flags leave no attribute unless they are used
-        if isinstance(value, bool):
-            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=helptext)
-        elif isinstance(value, tuple):
-            p.add_argument(flag, type=_int_tuple, default=argparse.SUPPRESS, metavar="K,K,...",
-                           help=f"comma-separated, '' for none; {helptext}")
-        else:
-            p.add_argument(flag, type=kind, default=argparse.SUPPRESS, choices=choices.get(field.name), help=helptext)
-    glnn_settings = {f.name for f in dataclasses.fields(OnlineConfig)}
-    others: dict[str, list] = {}  # a baseline's setting the GLNN has not: the models that have it, their defaults
-    for name, model in learners.MODELS.items():
-        if model.config is OnlineConfig:
-            continue
-        baseline = model.config()
-        for field in dataclasses.fields(baseline):
-            if field.name not in glnn_settings:  # else the GLNN's flag serves (--units, --seed, ...)
-                others.setdefault(field.name, []).append((name, getattr(baseline, field.name)))
-    for setting, having in others.items():
-        defaults = ", ".join(f"{name} {value}" for name, value in having)
-        how = {"action": argparse.BooleanOptionalAction} if isinstance(having[0][1], bool) else {"type": type(having[0][1])}
-        p.add_argument("--" + setting.replace("_", "-"), **how, default=argparse.SUPPRESS,
-                       help=f"{'/'.join(name for name, _ in having)} only; default {defaults}")
+    p.add_argument("files", nargs="*", metavar="FILE")
+    p.add_argument("--preset", choices=tuple(MODELS), default="bytes", metavar="PRESET",
+                   help=f"the model (default bytes); one of {', '.join(MODELS)}")
+    _settings.add_arguments(p, "the preset's model")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--curve", type=Path, metavar="FILE.png|.svg|.csv",
                    help="write the learning curves: bits per byte along each file (a picture needs Matplotlib: "
@@ -93,33 +44,28 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.set_defaults(run=_eval)
 
 
-def _int_tuple(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(part) for part in text.replace(" ", "").split(",") if part)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+def _frozen(face, preset: str):
+    return lambda **changes: face.preset(preset, **changes)
 
 
-# every preset (core/learners.py): its model's configuration class, and how the preset builds it from settings
+# every preset (core/learners.py) and every byte model's frozen version (core/faces.py): its model's configuration
+# class, and how the preset builds it from settings
 MODELS = {name: (learners.MODELS[model].config, make) for name, (model, make) in learners.PRESETS.items()}
+MODELS.update({row.preset: (face.config, _frozen(face, row.preset)) for face in faces.FACES
+               for row in face.versions.rows[face.versions.served_from:] if row.preset not in MODELS})
 
 
 def _config(args):
-    """The preset with the settings given on the command line; a setting its model does not have is an error."""
-    kind, make = MODELS[args.preset]
-    names = {f.name for model, _ in MODELS.values() for f in dataclasses.fields(model)}
-    values = {name: getattr(args, name) for name in sorted(names) if hasattr(args, name)}
-    own = {f.name for f in dataclasses.fields(kind)}
-    foreign = [name for name in values if name not in own]
-    if foreign:
-        having = [p for p, (model, _) in MODELS.items() if foreign[0] in {f.name for f in dataclasses.fields(model)}]
-        raise ValueError(f"--{foreign[0].replace('_', '-')} is a setting of {', '.join(having)}, not of {args.preset}")
-    return make(**{"alphabet_cap": 256, **values})
+    """The preset with the settings ``--set`` gave; a name its model does not have is an error."""
+    _, make = MODELS[args.preset]
+    preset = make(alphabet_cap=256)
+    return make(**{"alphabet_cap": 256, **_settings.parse(args.settings_given, preset)})
 
 
 def _learner(config):
-    """A fresh learner of ``config``'s model."""
-    return learners.learner_for(config)
+    """A fresh learner of ``config``'s model: a byte model's as a process of one stream has it (its face's)."""
+    face = faces.face_of(config)
+    return learners.learner_for(config) if face is None else face.solo(config)
 
 
 def evaluate_file(path: Path, config, progress=None, curve: bool = False) -> dict:
@@ -171,6 +117,11 @@ def _progress_line() -> Callable:
 
 def _eval(args) -> int:
     config = _config(args)
+    if args.list_settings:
+        print(_settings.listing(config, args.preset))
+        return 0
+    if not args.files:
+        raise ValueError("no files given: seqd eval FILE... (--settings lists the preset's settings)")
     paths = [Path(f) for f in args.files]
     for p in paths:
         if p.is_dir():

@@ -33,10 +33,13 @@ PROTOCOL_VERSION = 1
 
 # --- operations -----------------------------------------------------------------------------
 OPS = ("ping", "create", "drop", "publish", "predict", "stats", "snapshot")
-# the models a create may name (the daemon's, seqd.core.learners.PRESETS): the byte model (the default), seed
-# 000's GLNN alone, the bitwise byte model, the baselines (context-tree weighting, an echo-state network, an LSTM,
-# a GRU, a scoRNN, an ENRNN), and seed 000's networks trained by rehearsing the stream's past (small alphabets)
-PRESETS = ("bytes", "glnn", "bitwise", "ctw", "esn", "lstm", "gru", "scornn", "enrnn", "rehearsal")
+# the models a create may name (the daemon's, seqd.core.learners.PRESETS): the byte model (the default; the bitwise
+# one since seqd 0.22), seed 000's GLNN alone, the bitwise byte model (the same), the baselines (context-tree
+# weighting, an echo-state network, an LSTM, a GRU, a scoRNN, an ENRNN), seed 000's networks trained by rehearsing
+# the stream's past (small alphabets), and each byte model's newest version by its frozen name: the bitwise
+# model's, and the GLNN byte model's ("bytes" until seqd 0.21)
+PRESETS = ("bytes", "glnn", "bitwise", "ctw", "esn", "lstm", "gru", "scornn", "enrnn", "rehearsal", "bitwise-3",
+           "bytes-12")
 
 # --- error codes (docs/protocol.md, "Errors") -----------------------------------------------
 BAD_REQUEST = "bad_request"  # malformed message, wrong field types, missing fields

@@ -23,20 +23,15 @@ from typing import BinaryIO, Iterator
 
 import numpy as np
 
-from . import coder
-from .bits import BitsConfig, BitsLearner
-from .bits import config as bitwise
-from .bits import codec as bitwise_codec
-from .limits import (DEFAULT_MEMORY_LIMIT, LEARNERS, check_config, check_memory, check_settings, encoded_bound,
-                     learner_of, parse_meta)
-from .online import OnlineConfig, OnlineLearner, versions
-from .online.codec import decode_symbols, encode_symbols, freq_buffer
+from .faces import DEFAULT, face_named
+from .kit.face import Unbuildable
+from .limits import (DEFAULT_MEMORY_LIMIT, byte_face, check_config, check_memory, check_settings, encoded_bound,
+                     parse_meta)
 
 MAGIC = b"\x89SQD\r\n\x1a\n"  # non-ASCII first byte and CR LF / ^Z / LF catch text-mode mangling, as PNG's does
 # 1: exp/log/tanh from the C library; 2: seqd's own; 3: chains of any length; 4: the bitwise model (docs/format.md).
-# Files of the GLNN byte model are still written as format 3, which every seqd since 0.10 reads.
+# Each byte model's face says which it writes and reads (the GLNN byte model's files are still format 3).
 FORMAT_VERSION = 4
-BYTE_MODEL_FORMAT = 3
 OLDEST_FORMAT = 1  # every version from here to FORMAT_VERSION decodes (tests/corpus)
 DEFAULT_BLOCK_SIZE = 4 << 20
 MAX_BLOCK_SIZE = 1 << 30
@@ -50,50 +45,45 @@ _END = struct.Struct("<QI")  # total original length, crc32 of the whole origina
 END_KIND = 0xFF
 
 
-# Named model configurations, frozen: a file names its preset and stores only the settings that differ.  The
-# byte model's versions are one table (online/versions.py); changing OnlineConfig.bytes_default() adds a row
-# there (tests/test_container.py checks it).
-PRESETS, PRESET = versions.PRESETS, versions.PRESET
-
-
 class FormatError(ValueError):
     """The input is not a valid ``.sqd`` stream; the message says what is wrong and where."""
 
 
 def format_of(config) -> int:
-    """The format a file of ``config``'s model is written in: 4 for the bitwise model, 3 for the GLNN's."""
-    return FORMAT_VERSION if isinstance(config, BitsConfig) else BYTE_MODEL_FORMAT
+    """The format a file of ``config``'s model is written in (its face's)."""
+    return byte_face(config).writes
 
 
 @dataclass
 class Header:
-    config: OnlineConfig | BitsConfig
+    config: object  # a byte model's configuration (core/faces.py)
     block_size: int
     build: str  # what produced the file: seqd, numba and numpy versions, the CPU target (informative)
     size: int = 0  # bytes the header took in the file it was read from
-    preset: str = PRESET  # the preset a file read names; to_bytes writes its model's newest, and the settings that
-    # differ from it
-    version: int = FORMAT_VERSION  # the format version a file read has; to_bytes writes format_of(config)
+    preset: str | None = None  # the preset a file read names (None: one to write, which names its model's newest,
+    # and the settings that differ from it)
+    version: int | None = None  # the format version a file read has (None: one to write, format_of(config))
     # the most original bytes a chain (a FRESH block and the CONTINUES blocks after it) holds; None: any number
     # (the whole file may be one chain, learned by one model).  Before format 3, the block size.
     chain_size: int | None = None
 
     def __post_init__(self):
-        if isinstance(self.config, BitsConfig) and self.preset == PRESET:  # a header made to be written
-            self.preset, self.version = bitwise.PRESET, format_of(self.config)
+        face = byte_face(self.config)
+        self.preset = self.preset or face.versions.preset
+        self.version = self.version or face.writes
 
     def to_bytes(self) -> bytes:
         check_config(self.config)
+        face = byte_face(self.config)
         settings = json.loads(json.dumps(dataclasses.asdict(self.config)))  # tuples as lists, like the presets
-        learner = learner_of(self.config)
-        presets, preset = (bitwise.PRESETS, bitwise.PRESET) if learner == "bitwise" else (PRESETS, PRESET)
-        changed = {k: v for k, v in settings.items() if presets[preset].get(k, object()) != v}
-        meta = {"preset": preset, "config": changed, "block_size": self.block_size,
+        newest = face.versions.presets[face.versions.preset]
+        changed = {k: v for k, v in settings.items() if newest.get(k, object()) != v}
+        meta = {"preset": face.versions.preset, "config": changed, "block_size": self.block_size,
                 "chain_size": self.chain_size or 0, "build": self.build}
-        if learner == "bitwise":
-            meta["learner"] = learner
+        if face.writes >= 4:  # a format 4 header names its learner (formats 1-3 were the GLNN byte model's alone)
+            meta["learner"] = face.header_name
         body = json.dumps(meta, sort_keys=True, separators=(",", ":")).encode()
-        head = _HEAD.pack(MAGIC, format_of(self.config), 0, len(body)) + body
+        head = _HEAD.pack(MAGIC, face.writes, 0, len(body)) + body
         return head + struct.pack("<I", zlib.crc32(head))
 
 
@@ -112,31 +102,23 @@ def build_info() -> str:
     return f"seqd {seqd_version}, numba {numba.__version__}, numpy {np.__version__}, cpu {cpu}"
 
 
-# Compression levels (seqd compress -1 ... -9): each is OnlineConfig.bytes_default() with these settings changed.
-# A file stores its model's settings (its header names a preset and the settings that differ from it), so
-# the levels may be re-tuned in any release without touching the format.  Measured in docs/benchmarks.md
-# ("Compression levels", bench/levels.py); chosen there on the public logs.
-LEVEL_MODELS = {
-    "fast": dict(units=0, context_orders=(1, 2, 3, 5), context_bits=12, history_bits=14, match_bits=14),
-    "small": dict(units=0, context_orders=(1, 2, 3, 4, 6, 8), context_bits=14, history_bits=16, match_bits=16),
-    "counts": dict(units=0),  # the default's context units, no recurrent units
-    "default": {},
-    "max": dict(context_entries=32),
-}
-LEVELS = {1: "fast", 2: "small", 3: "small", 4: "counts", 5: "counts", 6: "default", 7: "max", 8: "max", 9: "max"}
+# Compression levels (seqd compress -1 ... -9): the default byte model's newest preset with the changes its face
+# gives for each (bits/face.py).  A file stores its model's settings (its header names a preset and the settings
+# that differ from it), so the levels may be chosen anew in any release without touching the format.
 DEFAULT_LEVEL = 6
 
 
-def default_config() -> OnlineConfig:
-    return OnlineConfig.bytes_default()
+def default_config():
+    """The model ``seqd compress`` writes with by default: the default byte model's newest preset."""
+    return DEFAULT.preset()
 
 
-def level_config(level: int) -> OnlineConfig:
+def level_config(level: int):
     """The model of compression level ``level`` (1 fastest and smallest in memory, 6 the default, 9 the most
     compression)."""
-    if level not in LEVELS:
+    if level not in DEFAULT.level_names:
         raise ValueError(f"compression level must be 1 to 9, got {level}")
-    return OnlineConfig.bytes_default(**LEVEL_MODELS[LEVELS[level]])
+    return DEFAULT.preset(**DEFAULT.levels[DEFAULT.level_names[level]])
 
 
 # -- writing ----------------------------------------------------------------------------------------
@@ -144,37 +126,29 @@ def level_config(level: int) -> OnlineConfig:
 class BlockEncoder:
     """Codes blocks of bytes; a learner is kept between calls only for CONTINUES blocks."""
 
-    def __init__(self, config: OnlineConfig | BitsConfig):
+    def __init__(self, config):
         check_config(config)  # alphabet_cap 256, and every setting a reader accepts (core/limits.py)
-        if isinstance(config, OnlineConfig) and config.numerics != "ieee":
-            raise ValueError(f"seqd writes format {BYTE_MODEL_FORMAT}, coded with numerics 'ieee' only "
-                             f"(got {config.numerics!r}; 'libm' exists to decode format 1)")
+        self.face = byte_face(config)
+        self.face.check_header(self.face.writes, self.face.versions.preset, config)  # what its format refuses
         self.config = config
-        self.learner: OnlineLearner | BitsLearner | None = None
-        self._freq = freq_buffer(config.alphabet_cap)
+        self.learner = None
 
     def encode(self, data: bytes, continues: bool = False, progress=None, step: int = 1 << 16) -> bytes:
         """One block record: a fresh learner unless ``continues`` (and a previous block exists).
 
         ``progress(bytes coded, bytes of payload written so far)`` is called every ``step`` bytes.
         """
-        bitwise_model = isinstance(self.config, BitsConfig)
         if not continues or self.learner is None:
-            self.learner = BitsLearner(self.config) if bitwise_model else OnlineLearner(self.config)
+            self.learner = self.face.solo(self.config)
             continues = False
         x = np.frombuffer(data, dtype=np.uint8).astype(np.int64)
         out = np.zeros(encoded_bound(self.config, len(x)), dtype=np.uint8)
-        codec = bitwise_codec if bitwise_model else coder
-        cst = codec.encoder_state()
-        st, hyper = self.learner.state, self.learner._hyper
+        coder = self.face.coder(self.config)
         for start in range(0, len(x), step):
-            if bitwise_model:
-                bitwise_codec.encode_bytes(st, hyper, x[start:start + step], cst, out)
-            else:
-                encode_symbols(st, hyper, self.learner._flags, x[start:start + step], cst, out, self._freq)
+            coder.encode(self.learner, x[start:start + step], out)
             if progress is not None:
-                progress(min(start + step, len(x)), int(cst[codec.POS]))
-        payload = out[:codec.finish(cst, out)].tobytes()
+                progress(min(start + step, len(x)), coder.written())
+        payload = out[:coder.finish(out)].tobytes()
         return _BLOCK.pack(CONTINUES if continues else FRESH, len(data), len(payload), zlib.crc32(data),
                            zlib.crc32(payload)) + payload
 
@@ -183,7 +157,7 @@ def end_record(total_length: int, crc: int) -> bytes:
     return struct.pack("<B", END_KIND) + _END.pack(total_length, crc)
 
 
-def compress(data: bytes, config: OnlineConfig | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
+def compress(data: bytes, config=None, block_size: int = DEFAULT_BLOCK_SIZE,
              chain_size: int | None = None) -> bytes:
     """The whole ``.sqd`` file for ``data``, in memory (for files, ``seqd compress`` streams).
 
@@ -273,21 +247,20 @@ def read_header(reader: BinaryIO) -> Header:
         raise FormatError("damaged header (checksum mismatch)")
     try:  # nothing in the header is trusted (core/limits.py): every key and setting is checked
         meta = parse_meta(body)
-        learner = meta.get("learner", "online")
-        if learner not in LEARNERS:
-            raise FormatError(f"learner {learner[:40]!r} is not one this seqd knows: upgrade seqd")
-        if (version >= 4) != (learner == "bitwise"):
-            raise ValueError(f"format {version} files are not coded by the {learner} learner")
-        presets = bitwise.PRESETS if learner == "bitwise" else PRESETS
+        try:
+            face = face_named(meta.get("learner", "online"))  # formats 1-3: the GLNN byte model's
+        except ValueError as exc:
+            raise FormatError(str(exc)) from None
+        if version not in face.reads:
+            raise ValueError(f"format {version} files are not coded by the {face.header_name} learner")
+        presets = face.versions.presets
         if meta["preset"] not in presets:
             raise FormatError(f"model preset {meta['preset'][:40]!r} is newer than this seqd knows: upgrade seqd")
-        config = check_settings({**presets[meta["preset"]], **meta["config"]}, learner)
-        if learner == "online":
-            _check_numerics(version, config.numerics)
-        if learner == "online" and config.field_column_context and meta["preset"] in ("bytes-1", "bytes-2",
-                                                                                      "bytes-3"):
-            raise FormatError("the file's model has the field column of seqd 0.3, which this seqd no longer "
-                              "builds: decompress it with seqd 0.3")
+        config = check_settings({**presets[meta["preset"]], **meta["config"]}, face.header_name)
+        try:
+            face.check_header(version, meta["preset"], config)
+        except Unbuildable as exc:
+            raise FormatError(str(exc)) from None
         block_size = meta["block_size"]
         check_block_size(block_size)
         if version < 3:  # every chain a writer of formats 1 and 2 made held a block size at most
@@ -305,12 +278,6 @@ def read_header(reader: BinaryIO) -> Header:
         raise FormatError(f"damaged header: {exc}") from None
     return Header(config, block_size, meta.get("build", ""), _HEAD.size + hlen + 4, meta["preset"], version,
                   chain_size)
-
-
-def _check_numerics(version: int, numerics: str) -> None:
-    """Format 1 was coded with the C library's exp/log/tanh, every later format with seqd's own."""
-    if numerics != ("libm" if version == 1 else "ieee"):
-        raise FormatError(f"damaged header (format {version} files are not coded with numerics {numerics!r})")
 
 
 def read_records(reader: BinaryIO, header: Header, offset: int) -> Iterator[Block | End]:
@@ -353,12 +320,12 @@ class BlockDecoder:
     kernels' buffers are sized by it, and the decoded symbols are bytes).
     """
 
-    def __init__(self, config: OnlineConfig | BitsConfig, writer: str = ""):
+    def __init__(self, config, writer: str = ""):
         check_config(config)
+        self.face = byte_face(config)
         self.config = config
         self.writer = writer
-        self.learner: OnlineLearner | BitsLearner | None = None
-        self._freq = freq_buffer(config.alphabet_cap)
+        self.learner = None
 
     def decode(self, block: Block, progress=None, step: int = 1 << 16) -> bytes:
         """The block's bytes; a FormatError naming the block when it is damaged."""
@@ -368,18 +335,16 @@ class BlockDecoder:
             raise FormatError(f"{where} is damaged (payload checksum mismatch)")
         if block.kind == CONTINUES and self.learner is None:
             raise FormatError(f"{where} continues a block that could not be decoded")
-        bitwise_model = isinstance(self.config, BitsConfig)
         if block.kind == FRESH:
-            self.learner = BitsLearner(self.config) if bitwise_model else OnlineLearner(self.config)
+            self.learner = self.face.solo(self.config)
         data = np.frombuffer(block.payload, dtype=np.uint8)
-        cst = (bitwise_codec if bitwise_model else coder).decoder_state(data)
+        coder = self.face.coder(self.config)
+        coder.start(data)
         out = np.empty(block.length, dtype=np.uint8)
         symbols = np.empty(min(step, block.length), dtype=np.int64)
-        st, hyper = self.learner.state, self.learner._hyper
         for start in range(0, block.length, step):
             chunk = symbols[:min(step, block.length - start)]
-            done = bitwise_codec.decode_bytes(st, hyper, data, cst, chunk) if bitwise_model else \
-                decode_symbols(st, hyper, self.learner._flags, data, cst, chunk, self._freq)
+            done = coder.decode(self.learner, data, chunk)
             if done < len(chunk):
                 self.learner = None
                 raise FormatError(f"{where} is damaged: its payload of {len(data)} bytes ends before its "

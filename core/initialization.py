@@ -82,3 +82,14 @@ def initial_potentials(leak: float, units: int, numerics: str = "ieee") -> np.nd
 def logistic_potentials(v0: np.ndarray) -> np.ndarray:
     """V^0 mapped to logistic coordinates (``model.reparametrize``): V' = 2 V."""
     return 2.0 * v0
+
+
+@kernel
+def unit_uniform(seed, j, y):
+    """A reproducible uniform number in [0, 1) for (seed, unit, symbol): SplitMix64 of the triple."""
+    z = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(j) * np.uint64(0xBF58476D1CE4E5B9) \
+        + np.uint64(y) * np.uint64(0x94D049BB133111EB) + np.uint64(0x2545F4914F6CDD1D)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return float(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)

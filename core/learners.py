@@ -20,6 +20,7 @@ import numpy as np
 
 from .bits import BitsConfig, BitsLearner
 from .bits.config import state_shapes as bits_shapes
+from .faces import DEFAULT, FACES, face_of
 from .ctw import CTWConfig, CTWLearner
 from .ctw.config import state_shapes as ctw_shapes
 from .esn import ESNConfig, ESNLearner
@@ -33,8 +34,6 @@ from .rehearsal import RehearsalConfig, RehearsalLearner
 from .rehearsal.config import network_work, online_config, rehearsal_work
 from .rehearsal.config import preset as rehearsal_preset
 from .rehearsal.config import state_shapes as rehearsal_shapes
-from .online.config import MODELS as ONLINE_PRESETS
-from .online.state import first_resident_nbytes as first_resident_nbytes_online
 from .online.state import state_shapes as online_shapes
 
 
@@ -94,10 +93,16 @@ MODELS = {model.name: model for model in (
     Model("rehearsal", RehearsalConfig, RehearsalLearner, _rehearsal_shapes, _rehearsal_work),
 )}
 
+def _version_of(face, preset: str) -> Callable:
+    """A byte model's frozen preset, as a builder that takes changes to it."""
+    return lambda **changes: face.preset(preset, **changes)
+
+
 # preset name -> (model name, how the preset builds its configuration from settings)
 PRESETS: dict[str, tuple[str, Callable]] = {
-    **{name: ("glnn", make) for name, make in ONLINE_PRESETS.items()},  # "bytes" and "glnn"
-    "bitwise": ("bitwise", BitsConfig),  # the bitwise context-mixing byte model: a few times faster than "bytes"
+    "bytes": (DEFAULT.model, DEFAULT.preset),  # the byte model: today's default one's newest preset (core/faces.py)
+    "glnn": ("glnn", OnlineConfig),  # seed 000's GLNN alone
+    "bitwise": ("bitwise", BitsConfig),  # the bitwise byte model's newest preset (today's "bytes")
     "ctw": ("ctw", CTWConfig),  # context-tree weighting (seed 000's sanity check)
     "esn": ("esn", ESNConfig),  # a leaky echo-state network (seed 001)
     "lstm": ("lstm", LSTMConfig),  # an LSTM trained by truncated back-propagation (seed 001)
@@ -111,6 +116,9 @@ PRESETS: dict[str, tuple[str, Callable]] = {
     # seed 000's batch GLNN for each group of symbols read, trained by rehearsing the stream's last blocks: the
     # online learner that learns distant XOR (core/rehearsal); for small alphabets (16 by default)
     "rehearsal": ("rehearsal", rehearsal_preset),
+    # each byte model's newest version by its frozen name: "bitwise-3" (today's "bytes") and "bytes-12" (the GLNN
+    # byte model's last, "bytes" until seqd 0.21); seqd eval and compress also take the older ones (faces.py)
+    **{face.versions.preset: (face.model, _version_of(face, face.versions.preset)) for face in FACES},
 }
 
 
@@ -135,8 +143,8 @@ def config_from(model: str, settings: dict):
     if model not in MODELS:
         raise ValueError(f"unknown model {model!r}; known: {', '.join(MODELS)}")
     kind = MODELS[model].config
-    try:
-        return kind.from_settings(settings) if kind in (OnlineConfig, BitsConfig) else kind(**settings)
+    try:  # a byte model's configuration reads what an earlier seqd wrote (its from_settings)
+        return kind.from_settings(settings) if hasattr(kind, "from_settings") else kind(**settings)
     except TypeError as exc:
         raise ValueError(f"{model} settings are invalid: {exc}") from None
 
@@ -160,7 +168,13 @@ def state_nbytes(config) -> int:
 
 def first_resident_nbytes(config) -> int:
     """The memory a new learner of ``config`` takes (its ``resident_bytes``), without making one: its arrays'
-    bytes, less for a GLNN whose history and tables grow with its stream (``online.state``)."""
-    if isinstance(config, OnlineConfig):
-        return first_resident_nbytes_online(config)
-    return state_nbytes(config)
+    bytes, less for a byte model whose history and tables grow with its stream (its face says)."""
+    face = face_of(config)
+    return state_nbytes(config) if face is None else face.first_resident(config)
+
+
+def keeps_ring(config) -> bool:
+    """Whether a learner of ``config`` keeps a ring of the symbols it has seen (a byte model's history), which a
+    daemon stream's snapshots leave to its history file."""
+    face = face_of(config)
+    return face is not None and face.keeps_ring(config)

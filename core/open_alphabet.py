@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from .arrays_snapshot import pack, pack_parts, unpack
+from .arrays_snapshot import Layout, pack_parts, unpack, unpack_stream
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,8 @@ class SnapshotKind:
     state_type: type
     shapes: Callable  # config -> {name: (shape, dtype)}
     check: Callable  # (config, state) -> None, or a ValueError: what a restored state must satisfy
-    allocate: Callable | None = None  # (shape, dtype) -> a zeroed array to restore an array into; None: NumPy's
+    allocate: Callable | None = None  # (config, name, shape, dtype) -> a zeroed array to restore into; None: NumPy's
+    layout: Layout | None = None  # how arrays are stored in parts (growing tables, a history ring); None: whole
 
 
 def codes_are_consistent(code_of: np.ndarray, symbol_of: np.ndarray, active: int, cap: int) -> bool:
@@ -112,20 +113,37 @@ class OpenAlphabetLearner:
 
     def to_bytes(self) -> bytes:
         """An exact, versioned, checksummed snapshot: :meth:`from_bytes` continues the stream bit for bit."""
-        kind = self.snapshot_kind
-        return pack(kind.magic, kind.version, self.config, self.state)
+        return b"".join(self.snapshot_parts())
 
-    def snapshot_parts(self) -> list[memoryview]:
+    def snapshot_parts(self, history: bool = True) -> list[memoryview]:
         """The bytes of :meth:`to_bytes` as buffers to write in turn, without copying the state (the daemon's
-        snapshots); valid until the learner learns or predicts again."""
+        snapshots); valid until the learner learns or predicts again.  ``history=False`` leaves out the history
+        ring of a learner that keeps one (:attr:`history`): the daemon keeps it in the stream's history file."""
         kind = self.snapshot_kind
-        return pack_parts(kind.magic, kind.version, self.config, self.state)
+        return pack_parts(kind.magic, kind.version, self.config, self.state, kind.layout, history)
+
+    @property
+    def history(self) -> tuple[np.ndarray, int] | None:
+        """(history ring, stream position) of a learner that keeps the symbols it has seen in a ring, else None."""
+        kind = self.snapshot_kind
+        return None if kind.layout is None else kind.layout.ring(self.config, self.state._asdict())
 
     @classmethod
-    def from_bytes(cls, data: bytes):
+    def from_bytes(cls, data: bytes, history=None):
+        """The learner a snapshot holds; ``history`` reads the symbols of a ring its snapshot left out."""
         kind = cls.snapshot_kind
         config, state = unpack(data, kind.magic, kind.version, kind.what, kind.config_type, kind.state_type,
-                               kind.shapes, kind.allocate)
+                               kind.shapes, kind.allocate, kind.layout, history)
+        kind.check(config, state)
+        return cls(config, _state=state)
+
+    @classmethod
+    def from_stream(cls, read_into, read, limit: int | None = None, history=None):
+        """:meth:`from_bytes` of a snapshot that arrives in pieces (``arrays_snapshot.unpack_stream``)."""
+        kind = cls.snapshot_kind
+        config, state = unpack_stream(read_into, read, kind.magic, kind.version, kind.what, kind.config_type,
+                                      kind.state_type, kind.shapes, kind.allocate, layout=kind.layout, limit=limit,
+                                      history=history)
         kind.check(config, state)
         return cls(config, _state=state)
 

@@ -26,10 +26,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..core.learners import first_resident_nbytes, model_of, state_nbytes
-from ..core.online import OnlineConfig
-from ..core.online.sources import POS
-from ..core.online.snapshot import ring_views
+from ..core.arrays_snapshot import ring_views
+from ..core.learners import first_resident_nbytes, keeps_ring, model_of, state_nbytes
 from . import history_file, snapshot_file, sparse, wal
 
 RECENT = 4096  # symbols over which the "recent" bits/symbol is taken
@@ -57,9 +55,9 @@ def learner_bound(config) -> int:
 
 
 def keeps_history(config) -> bool:
-    """Whether a learner of ``config`` keeps a ring of the symbols it has seen (a GLNN with context units),
-    which its stream's snapshots leave to the history file."""
-    return isinstance(config, OnlineConfig) and bool(config.sources)
+    """Whether a learner of ``config`` keeps a ring of the symbols it has seen (a byte model's), which its
+    stream's snapshots leave to the history file (``core/learners.py``: its model says)."""
+    return keeps_ring(config)
 
 
 class Dropped(Exception):
@@ -136,8 +134,7 @@ class LearnerStore:
         ``rewrite``, once it holds more than twice the ring, written again holding the ring alone.  A file
         that no longer meets the ring (a stream restored from a snapshot that held its history, or one that
         learned more than a ring since its last snapshot) is written again whatever ``rewrite`` says."""
-        ring = learner.state.hist
-        t = int(learner.state.ctx_int[POS])
+        ring, t = learner.history
         h = self.history
         if t != position or h.end > t:  # cannot be: the file is cut back to the snapshot it serves at restore
             raise RuntimeError(f"{h.path}: the learner has seen {t} symbols at position {position}, and the file "

@@ -47,9 +47,9 @@ def build_labels() -> dict[str, str]:
     import numpy
 
     from .. import __version__
-    from ..core.container import PRESET
+    from ..core.faces import DEFAULT
 
-    return {"version": __version__, "byte_preset": PRESET,
+    return {"version": __version__, "byte_preset": DEFAULT.versions.preset,
             "python": platform.python_version(), "numpy": numpy.__version__, "numba": numba.__version__}
 
 

@@ -1,10 +1,11 @@
 """The models a stream is created with: the presets, what earlier seqd versions meant by them, and the bounds
 on what one request may ask for.
 
-A ``create`` names a preset (``core/learners.py``: ``bytes``, the default,
-``bitwise``, the faster byte model, ``glnn``, ``rehearsal`` (GLNNs trained by
-rehearsing the stream's past, for small alphabets), or a baseline, ``ctw``,
-``esn``, ``lstm``, ``gru``) and overrides of
+A ``create`` names a preset (``core/learners.py``: ``bytes``, the default
+byte model (the bitwise one since seqd 0.22), ``bitwise``, the same,
+``glnn``, ``rehearsal`` (GLNNs trained by rehearsing the stream's past, for
+small alphabets), a baseline, ``ctw``, ``esn``, ``lstm``, ``gru``, or a byte
+model's frozen version, ``bytes-12``, ``bitwise-2``, ...) and overrides of
 its configuration's settings; :func:`make_config` builds the configuration or
 says why not.  A stream keeps the configuration it was created with, and its
 model's name (``stream.json``), so the presets change with seqd's versions
@@ -19,22 +20,14 @@ import dataclasses
 from ..core.learners import MODELS, PRESETS, model_of, settings_of, work_per_symbol
 from ..core.online import OnlineConfig
 from ..core.bits import BitsConfig
-from ..core.bits.versions import earlier_bitwise_models
-from ..core.online.versions import earlier_byte_models
+from ..core.bits.versions import BITWISE_MODEL
+from ..core.faces import BYTES_PRESETS
+from ..core.online.versions import GLNN
 
 
 # Earlier versions of a preset, for streams an older seqd created with it: such a stream keeps its model, and
-# a create with exist_ok that names the preset still finds it.  The byte model's come from its table of versions
-# (core/online/versions.py), the bitwise model's from its own (core/bits/versions.py), each as the settings it
-# had instead of today's.
-# What "glnn" had before seqd 0.13: the escape's share kept until the window that filled the alphabet ended;
-# before seqd 0.12, also no credit beyond the window; before seqd 0.11, also the prior's mass on tau without its
-# pull, the writing sums by the clock, the transition rate starting at 1/N
-_GLNN_0_12 = dict(close_escape=False)
-_GLNN_0_11 = dict(_GLNN_0_12, credit_horizon=0)
-_GLNN_0_10 = dict(_GLNN_0_11, metric_prior=1.0, transition_prior=False, writing_evidence_floor=1.0, transition_rate=None)
-
-
+# a create with exist_ok that names the preset still finds it.  Each comes from its model's table of versions
+# (core/online/versions.py, core/bits/versions.py), as the settings it had instead of today's.
 def _earlier(make, *befores):
     """One builder per earlier version: ``make`` (a preset's) with that version's settings, then the overrides."""
     def builder(before):
@@ -43,9 +36,17 @@ def _earlier(make, *befores):
     return tuple(builder(b) for b in befores)
 
 
-EARLIER = {"bytes": _earlier(OnlineConfig.bytes_default, *earlier_byte_models()),
-           "bitwise": _earlier(BitsConfig, *earlier_bitwise_models()),
-           "glnn": _earlier(OnlineConfig, _GLNN_0_12, _GLNN_0_11, _GLNN_0_10)}
+def _earlier_bytes():
+    """One builder per earlier meaning of "bytes", newest first (``core/faces.py``, ``BYTES_PRESETS``)."""
+    def builder(face, preset):
+        return lambda **overrides: face.preset(preset, **overrides)
+
+    return tuple(builder(face, preset) for face, preset in reversed(BYTES_PRESETS[:-1]))
+
+
+EARLIER = {"bytes": _earlier_bytes(),
+           "bitwise": _earlier(BitsConfig, *BITWISE_MODEL.earlier()),
+           "glnn": _earlier(OnlineConfig, *GLNN.earlier())}
 
 
 def is_earlier_preset(config, preset: str | None, overrides: dict | None) -> bool:
@@ -63,9 +64,10 @@ def is_earlier_preset(config, preset: str | None, overrides: dict | None) -> boo
 # well under a second and learns a symbol in milliseconds at most, and its arrays are counted against
 # max_state_bytes before it is kept.
 SERVED_BOUNDS = {
-    "glnn": {"units": 512, "degree": 64, "window": 256, "context_bits": 22, "history_bits": 26, "match_bits": 24},
-    "bitwise": {"table_bits": 20, "history_bits": 26, "match_bits": 24, "apm2_bits": 20, "units": 16,
-                "unit_degree": 16, "unit_window": 256},
+    "glnn": {"units": 512, "degree": 64, "window": 256, "context_bits": 22, "history_bits": 26, "match_bits": 24,
+             "context_orders": 16},  # (a tuple's bound is on its length)
+    "bitwise": {"table_bits": 20, "history_bits": 26, "match_bits": 24, "apm2_bits": 20, "number_bits": 20,
+                "units": 16, "unit_degree": 16, "unit_window": 256},
     "ctw": {"depth": 64, "node_bits": 22},
     "esn": {"units": 2048, "connections": 64},
     "lstm": {"cells": 512, "layers": 4, "horizon": 256},
@@ -74,7 +76,6 @@ SERVED_BOUNDS = {
 }
 # and what one rehearsal may take besides the state (the batch steps' buffers over a block: core/rehearsal)
 MAX_REHEARSAL_BYTES = 64 << 20
-MAX_CONTEXT_ORDERS = 16
 # and what one symbol may cost, for the models whose cost grows with their settings together (an LSTM's
 # cells, layers and alphabet): 2^25 multiply-adds, some 10-20 ms (a worker's batch is sized by it: streams.chunk_for)
 MAX_WORK_PER_SYMBOL = 1 << 25
@@ -121,8 +122,12 @@ def check_served(config) -> None:
     (:mod:`.stream_meta`) meet the same bounds."""
     model = model_of(config).name
     for name, bound in SERVED_BOUNDS[model].items():
-        if getattr(config, name) > bound:
-            raise ValueError(f"{name} = {getattr(config, name)} is above what this daemon serves ({bound})")
+        value = getattr(config, name)
+        if isinstance(value, tuple):
+            if len(value) > bound:
+                raise ValueError(f"at most {bound} {name.replace('_', ' ')}, got {len(value)}")
+        elif value > bound:
+            raise ValueError(f"{name} = {value} is above what this daemon serves ({bound})")
     work = work_per_symbol(config)
     if work is not None and work > MAX_WORK_PER_SYMBOL:
         raise ValueError(f"this model spends some {work:,} multiply-adds on a symbol, more than this daemon serves "
@@ -131,8 +136,6 @@ def check_served(config) -> None:
         raise ValueError(f"a rehearsal over blocks of {config.block:,} symbols of {config.alphabet_cap} would take "
                          f"{config.rehearsal_bytes >> 20} MiB, more than this daemon gives one "
                          f"({MAX_REHEARSAL_BYTES >> 20} MiB): a smaller block or alphabet_cap")
-    if model == "glnn" and len(config.context_orders) > MAX_CONTEXT_ORDERS:
-        raise ValueError(f"at most {MAX_CONTEXT_ORDERS} context orders, got {len(config.context_orders)}")
 
 
 def config_dict(config) -> dict:

@@ -12,14 +12,19 @@ type annotations.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import Protocol, Union
 
 import numpy as np
 
 from ..clients.protocol import Reply, Request
 
-if TYPE_CHECKING:
-    from .streams import Stream
+
+
+class StreamRef(Protocol):
+    """The stream a record is about: a :class:`~.streams.Stream`, which this module does not import (``streams.py``
+    imports the records); the records only carry it."""
+
+    name: str
 
 
 @dataclass
@@ -43,7 +48,7 @@ class AwaitSync:
     """A batch appended to its stream's log, acknowledged after the log's fsync."""
 
     pending: Pending
-    stream: "Stream"
+    stream: StreamRef
     symbols: np.ndarray  # uint8 or uint16, as queued for the learner
 
 
@@ -51,7 +56,7 @@ class AwaitSync:
 class AwaitWorker:
     """A snapshot queued for a worker; ``schedule`` is the stream to hand to one (None: it is already)."""
 
-    schedule: "Stream | None"
+    schedule: "StreamRef | None"
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,7 +79,7 @@ class AwaitNamespace:
     deleting the folder)."""
 
     job: "CreateJob | DropJob"
-    schedule: "Stream | None" = None
+    schedule: "StreamRef | None" = None
     answers: tuple[tuple[Pending, Reply, str], ...] = ()
 
 
@@ -97,5 +102,5 @@ class CreateJob:
 class DropJob:
     """Make a drop durable: the stream's folder was moved to the trash; fsync the streams' folder."""
 
-    stream: "Stream"
+    stream: StreamRef
     requester: Pending

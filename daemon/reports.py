@@ -12,18 +12,16 @@ by identity.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from typing import Mapping
 
-if TYPE_CHECKING:
-    from .pending import AwaitSync, Pending
-    from .streams import Stream
+from .pending import AwaitSync, Pending, StreamRef
 
 
 @dataclass(frozen=True, eq=False)
 class Learned:
     """A worker learned a batch (or a piece of a long one)."""
 
-    stream: "Stream"
+    stream: StreamRef
     symbols: int
     bits: float  # its prequential code length
     seconds: float
@@ -34,7 +32,7 @@ class Learned:
 class Hibernated:
     """A worker let a stream's learner go (:meth:`~.streams.Stream.request_hibernation`)."""
 
-    stream: "Stream"
+    stream: StreamRef
     snapshot: int | None  # the position of the snapshot it wrote first (None: the last one was current)
 
 
@@ -42,7 +40,7 @@ class Hibernated:
 class SnapshotWritten:
     """A worker wrote the stream's snapshot, durably, at ``position``."""
 
-    stream: "Stream"
+    stream: StreamRef
     requesters: tuple["Pending", ...]  # the snapshot requests it answers (none for a periodic one)
     position: int
 
@@ -51,7 +49,7 @@ class SnapshotWritten:
 class SnapshotFailed:
     """A worker could not write the snapshot (disk full, say); the log still holds everything."""
 
-    stream: "Stream"
+    stream: StreamRef
     requesters: tuple["Pending", ...]
     error: Exception
 
@@ -61,7 +59,7 @@ class Faulted:
     """Learning raised: the stream is faulted, or stays dropped if it was dropped meanwhile (the reason is in
     ``stream.broken``)."""
 
-    stream: "Stream"
+    stream: StreamRef
     orphans: tuple["Pending", ...]  # snapshot requests that will now never be written
 
 
@@ -78,7 +76,7 @@ class Created:
     """The namespace thread built a new stream's files; it is not served yet."""
 
     name: str
-    stream: "Stream"
+    stream: StreamRef
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,7 +91,7 @@ class CreateFailed:
 class DropSynced:
     """The namespace thread made a drop's move to the trash durable, or ``error`` says why not."""
 
-    stream: "Stream"
+    stream: StreamRef
     requester: "Pending"
     error: Exception | None
 
@@ -103,4 +101,4 @@ class NeedsRoom:
     """A worker found a hibernated stream's next batch, but the learners' memory budget had no room to wake it
     (:mod:`.budget`): nothing was done, the stream waits (still scheduled) until hibernations make room."""
 
-    stream: "Stream"
+    stream: StreamRef

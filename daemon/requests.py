@@ -145,6 +145,11 @@ class Requests:
         try:
             config = make_config(req.preset, req.config)
         except ValueError as exc:
+            existing = self.streams.get(name)  # settings today's preset lacks may be those an earlier one had
+            if req.exist_ok and existing is not None:
+                if is_earlier_preset(existing.config, req.preset, req.config):
+                    return Reply.success(req.id, stream=name, created=False, config=config_dict(existing.config))
+                return Reply.failure(req.id, P.STREAM_EXISTS, f"stream {name!r} exists with another configuration")
             return Reply.failure(req.id, P.BAD_CONFIG, str(exc))
         if name in self.creating:
             return Reply.failure(req.id, P.BUSY, f"stream {name!r} is being created; retry",

@@ -35,7 +35,6 @@ from pathlib import Path
 import numpy as np
 
 from ..core.online import OnlineLearner
-from ..core.online.snapshot import from_stream
 from . import wal
 from .sparse import Inflater, SparseReader
 
@@ -66,10 +65,9 @@ def read(snap: Path, recent_length: int, max_learner_bytes: int | None = None, l
     """A snapshot of any version: its position, cumulative code length, the ``recent_length`` recent code
     lengths, the learner, of ``learner_type`` (the stream's model, ``core/learners.py``), and the batch ids it
     kept (see :func:`head`).  ValueError naming the file when it is cut short, damaged, of another version,
-    or when its learner would inflate past ``max_learner_bytes``.  A GLNN's is read and inflated a piece at a
-    time, straight into the learner's arrays (versions 3 and 4): the file is never in memory whole; another
-    model's learner is inflated whole (at most ``max_learner_bytes``), then read by its ``from_bytes``.  A GLNN
-    whose history its snapshot leaves out reads it from ``history`` (the stream's
+    or when its learner would inflate past ``max_learner_bytes``.  The learner is read and inflated a piece at
+    a time, straight into its arrays (its ``from_stream``; versions 3 and 4): the file is never in memory whole.
+    A learner whose history its snapshot leaves out reads it from ``history`` (the stream's
     :class:`~.history_file.HistoryFile`)."""
     with open(snap, "rb") as f:
         return _read(f, os.fstat(f.fileno()).st_size, snap, recent_length, max_learner_bytes, learner_type, history)
@@ -99,27 +97,20 @@ def _read(f, file_size: int, snap, recent_length: int, max_learner_bytes: int | 
     code_bits, recent, batches = _read_statistics(magic, stats, snap, recent_length)
     if magic in (SNAPSHOT_MAGIC_V1, SNAPSHOT_MAGIC_V2):
         data = f.read()  # (a GLNN's learner, the only model then: it may keep its history elsewhere today)
-        learner = learner_type.from_bytes(data, history) if learner_type is OnlineLearner else \
-            learner_type.from_bytes(data)
-        return position, code_bits, recent, learner, batches
+        return position, code_bits, recent, learner_type.from_bytes(data, history), batches
     try:
-        learner = (SparseReader(f, max_learner_bytes) if magic == SNAPSHOT_MAGIC
-                   else Inflater(f, max_learner_bytes))
-        if learner_type is not OnlineLearner:  # seqd 0.14 on: version 4 only
-            if magic != SNAPSHOT_MAGIC:
-                raise ValueError(f"version {magic[7]} cannot hold a {learner_type.__name__}")
-            whole = bytearray(learner.size)  # bounded by max_learner_bytes; its arrays are copied out once
-            if learner.read_into(memoryview(whole)) < len(whole) or not learner.finished:
-                raise ValueError("its learner is cut short, or followed by other bytes")
-            return position, code_bits, recent, learner_type.from_bytes(whole), batches
-        config, state = from_stream(learner.read_into, learner.read, max_learner_bytes, history)
-        if not learner.finished:
+        reader = (SparseReader(f, max_learner_bytes) if magic == SNAPSHOT_MAGIC
+                  else Inflater(f, max_learner_bytes))
+        if learner_type is not OnlineLearner and magic != SNAPSHOT_MAGIC:  # seqd 0.14 on: version 4 only
+            raise ValueError(f"version {magic[7]} cannot hold a {learner_type.__name__}")
+        learner = learner_type.from_stream(reader.read_into, reader.read, max_learner_bytes, history)
+        if not reader.finished:
             raise ValueError("its learner is cut short, or followed by other bytes")
     except zlib.error as exc:
         raise ValueError(f"{snap}: its learner is damaged ({exc})") from None
     except ValueError as exc:
         raise ValueError(f"{snap}: {exc}") from None
-    return position, code_bits, recent, OnlineLearner(config, _state=state), batches
+    return position, code_bits, recent, learner, batches
 
 
 def _read_statistics(magic: bytes, stats: bytes, snap: Path, recent_length: int) -> tuple[float, np.ndarray, list]:

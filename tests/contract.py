@@ -141,10 +141,11 @@ REGISTRY: list[Entry] = [
     Entry("mixer-gradient", lambda: OnlineConfig(units=0, alphabet_cap=256, window=5, **SOURCES, **TABLES,
                                                  selected_weights=True, selected_step="gradient",
                                                  selected_rate=0.01), random=False),
-    # the daemon's presets (seqd.daemon.streams.PRESETS), as "preset-<name>"; "bytes" is also seqd compress's model
-    Entry("preset-bytes", OnlineConfig.bytes_default),
+    # the daemon's presets (seqd.core.learners.PRESETS), as "preset-<name>"; "bytes" is also seqd compress's model
+    # (the bitwise model's newest, "bitwise" and "bitwise-3" too); the seed draws the units' graph and rates
+    Entry("preset-bytes", BitsConfig, BitsLearner, closed=True),
+    Entry("preset-bytes-12", OnlineConfig.bytes_default),  # the GLNN byte model: "bytes" until seqd 0.21
     Entry("preset-glnn", OnlineConfig),
-    Entry("preset-bitwise", BitsConfig, BitsLearner, closed=True),  # the seed draws the units' graph and rates
     Entry("preset-ctw", CTWConfig, CTWLearner, random=False),
     Entry("preset-esn", ESNConfig, ESNLearner),
     Entry("preset-lstm", LSTMConfig, LSTMLearner),
@@ -152,12 +153,15 @@ REGISTRY: list[Entry] = [
     Entry("preset-scornn", SCORNNConfig, SCORNNLearner),
     Entry("preset-enrnn", lambda: SCORNNConfig(short=24, clip=30.0, margin=0.1), SCORNNLearner),
     Entry("preset-rehearsal", rehearsal_preset, RehearsalLearner, closed=True),  # no block complete in a contract stream
-    # seqd compress's levels whose models differ most from the default (seqd.core.container.LEVEL_MODELS)
-    Entry("level-fast", lambda: level_config(1), random=False),
-    Entry("level-max", lambda: level_config(9)),
-    # the bitwise model with tables of a few kilobytes: buckets taken over, and a history ring that wraps
-    Entry("bitwise-small-tables", lambda: BitsConfig(table_bits=10, history_bits=10, match_bits=10), BitsLearner,
-          closed=True),
+    # seqd compress's levels whose models differ most from the default (the default byte model's face, LEVEL_MODELS)
+    Entry("level-fast", lambda: level_config(1), BitsLearner, random=False, closed=True),  # no units: no draw
+    # the bitwise model with tables of a few kilobytes: full sets of buckets, and a history ring that wraps
+    Entry("bitwise-small-tables", lambda: BitsConfig(table_bits=11, history_bits=10, match_bits=10, number_bits=10),
+          BitsLearner, closed=True),
+    # the bitwise model of seqd 0.21 (bitwise-2: fixed tables, one bucket a context) and of 0.20 (bitwise-1: no
+    # units, no runs), whose files and streams live on
+    Entry("bitwise-2", lambda: BitsConfig.from_settings({**BITWISE_PRESETS["bitwise-2"], "table_bits": 12}),
+          BitsLearner, closed=True),
     # the bitwise model of seqd 0.20 (preset bitwise-1: no units, no runs), whose files and streams live on
     Entry("bitwise-1", lambda: BitsConfig.from_settings({**BITWISE_PRESETS["bitwise-1"], "table_bits": 12}),
           BitsLearner, random=False, closed=True),

@@ -24,8 +24,14 @@ from seqd.clients import protocol as P
 from seqd.daemon.config import ServeConfig
 from seqd.daemon.server import Server
 
-# a byte-stream model small enough for tests: the default's sources, with small tables
-SMALL_BYTES = {"context_bits": 10, "history_bits": 12, "match_bits": 10, "units": 4}
+# a byte-stream model small enough for tests: the default byte model (bitwise), its tables at their first size (they
+# do not grow: a learner takes what a new one does, which the budget tests count on; tests/test_daemon_models.py
+# has streams whose tables grow)
+SMALL_BYTES = {"table_bits": 10, "history_bits": 12, "match_bits": 10, "number_bits": 10}
+# the GLNN byte model (preset bytes-12, "bytes" until seqd 0.21), as small, for what only its streams had: the
+# stream snapshots of versions 1 to 3, written before any other model was served
+GLNN_BYTES = "bytes-12"
+SMALL_GLNN = {"context_bits": 10, "history_bits": 12, "match_bits": 10, "units": 4}
 
 
 def free_port() -> int:

@@ -1637,6 +1637,13 @@ def fold(h: int, value: int) -> int:
     return (((h ^ (value + 1)) * 0x9E3779B97F4A7C15) + 0x632BE59BD9B4E019) & MASK64
 
 
+def bucket_seen(word: int) -> int:
+    """n0 + n1 of the bit history of a bitwise bucket's first node: the high byte of its first history word,
+    n0 in its high nibble (``bits/mixing.py``: a full set gives up the bucket whose first node saw least)."""
+    h = int(word) >> 8
+    return (h >> 4) + (h & 15)
+
+
 class GrowingTable:
     """One source's growing context table as a list of buckets, each a list of (tag, counts) in slot order.
 

@@ -127,12 +127,22 @@ def source_inputs(st, nibble: int, node: int) -> np.ndarray:
 
 def mixed(st, hyper, inputs, rows, final_row, apm_rows, revision=1):
     """The mixers' logits, the final logit, squash of it, and the final 16-bit probability, from the inputs
-    (revision 2: no second mixer, squash by the table)."""
+    (revision 2: no second mixer, squash by the table; revision 3: maps of probabilities, not of offsets from
+    the identity, their knots placed from the stretch clipped to [-8, 8])."""
     d = [min(max(float(np.dot(st.weights[r], inputs)), -30.0), 30.0) for r in rows]
     if revision >= 2:
         d[1] = 0.0
     x = sum(float(st.final[final_row, m]) * d[m] for m in range(MIXERS))
     pm = squash_table(x) if revision >= 2 else squash(x)
+    if revision >= 3:
+        at = (min(max(x, -8.0), 8.0) + 8.0) * 2.0
+        lo = min(int(at), APM_POINTS - 2)
+        frac = at - lo
+        maps = [(1 - frac) * float(table[r, lo]) + frac * float(table[r, lo + 1])
+                for table, r in zip((st.apm1, st.apm2), apm_rows)]
+        a = hyper[APM_WEIGHT]
+        pf = (1 - a) * pm + a * (maps[0] + maps[1]) / 2
+        return d, x, pm, min(max(int(pf * 65536.0), 1), 65535), lo, frac
     xs = min(max(x, -7.999), 7.999)
     at = (xs + 8.0) * 2.0
     lo = int(at)
@@ -181,8 +191,12 @@ def learn_bit(st, hyper, y, nibble, inputs, rows, d, pm, final_row, node, apm_ro
     base = [squash((i - 16) / 2.0) for i in range(APM_POINTS)]
     for table, r in zip((st.apm1, st.apm2), apm_rows):
         t = table.copy()
-        t[r, lo] += np.float32(hyper[APM_RATE] * (1 - frac) * (y - base[lo] - t[r, lo]))
-        t[r, lo + 1] += np.float32(hyper[APM_RATE] * frac * (y - base[lo + 1] - t[r, lo + 1]))
+        if revision >= 3:  # a knot moves toward the bit by its share of the rate
+            for k, share in ((lo, 1 - frac), (lo + 1, frac)):
+                t[r, k] = np.float32(float(t[r, k]) + hyper[APM_RATE] * share * (y - float(t[r, k])))
+        else:
+            t[r, lo] += np.float32(hyper[APM_RATE] * (1 - frac) * (y - base[lo] - t[r, lo]))
+            t[r, lo + 1] += np.float32(hyper[APM_RATE] * frac * (y - base[lo + 1] - t[r, lo + 1]))
         maps.append(t)
     return dict(weights=weights, final=final, buckets=buckets, history_p=history_p, history_n=history_n,
                 apm1=maps[0], apm2=maps[1])
@@ -198,3 +212,21 @@ def learn_runs(st, runs, c0: int, bit: int, y: int):
             n[j, c, e] += 1
             p[j, c, e] += max(1.0 / (n[j, c, e] + 1.5), 1.0 / 256) * ((y == e) - p[j, c, e])
     return p, n
+
+
+def rows_3(st, c0: int) -> tuple[int, int, int]:
+    """Revision 3's rows that follow the tables' growth: the fourth mixer's set (by the hashed pair of last
+    bytes, as many of its top bits as the sets have grown to), and the two maps' rows (blocks of 256 by the last
+    byte's top bits and by the pair's, c0 the row in the block)."""
+    from naive import fold, splitmix_finalize
+    from seqd.core.bits.config import GROWN_MAP1, GROWN_MAP2, GROWN_PAIRS, POS, SET_START_2
+
+    t = int(st.ints[POS])
+    last = int(st.hist[(t - 1) % len(st.hist)]) if t >= 1 else 256
+    before = int(st.hist[(t - 2) % len(st.hist)]) if t >= 2 else 256
+    pair = splitmix_finalize(fold(last & 255, before & 255))
+    g = st.grown[:, 0]
+    fourth = SET_START_2[3] + (pair >> (64 - int(g[GROWN_PAIRS])))
+    map1 = c0 + 256 * ((last & 255) >> (8 - int(g[GROWN_MAP1])))
+    map2 = ((pair >> (64 - int(g[GROWN_MAP2]))) << 8) | c0
+    return fourth, map1, map2

@@ -14,10 +14,15 @@ module names:
   is the top floor;
 * no source file of ``core/``, ``daemon/``, ``clients/`` or ``cli/`` exceeds
   :data:`MAX_LINES` lines;
-* no kernel of the byte model or of the shared kernels (``core/online``,
-  ``core/kernels``) takes more than :data:`MAX_KERNEL_PARAMETERS` parameters:
-  a kernel reads the learner's state through the named tuples of its parts
-  (``docs/architecture.md``), not array by array.
+* no kernel of a byte model, of what they share or of the shared network
+  kernels (``core/online``, ``core/bits``, ``core/kit``, ``core/kernels``)
+  takes more than :data:`MAX_KERNEL_PARAMETERS` parameters: a kernel reads
+  the learner's state through the named tuples of its parts
+  (``docs/architecture.md``), not array by array;
+* no two modules import each other, directly or in a circle;
+* neither byte model imports the other's modules: what they share lives in
+  ``core/kit``, and the rest of seqd meets them through their faces
+  (``core/faces.py``).
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ROOMS = ("core", "daemon", "clients", "cli")
 MAX_LINES = 500
 MAX_KERNEL_PARAMETERS = 8
-KERNEL_ROOMS = ("core/online", "core/kernels")
+KERNEL_ROOMS = ("core/online", "core/bits", "core/kit", "core/kernels")
+BYTE_MODELS = ("seqd.core.online", "seqd.core.bits")
 
 # room -> the rooms (seqd.<room>) its files may import; "" is the root package (seqd itself: its version)
 ALLOWED = {
@@ -56,24 +62,30 @@ def module_name(path: Path) -> str:
     return ".".join(["seqd", *parts])
 
 
-def seqd_imports(path: Path) -> set[str]:
-    """Every ``seqd.*`` module ``path`` imports, relative imports resolved."""
+def imported(path: Path):
+    """(module, names) of each import in ``path``, relative imports resolved: ``import m`` gives (m, ()),
+    ``from p import a, b`` gives (p, (a, b))."""
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            for alias in node.names:
+                yield alias.name, ()
         elif isinstance(node, ast.ImportFrom):
+            target = node.module or ""
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            found.add(target)
-            # ``from . import clients``: the names may be modules themselves
-            found.update(f"{target}.{alias.name}" for alias in node.names if alias.name != "*")
+                target = ".".join(base[:len(base) - (node.level - 1)] + ([node.module] if node.module else []))
+            yield target, tuple(alias.name for alias in node.names if alias.name != "*")
+
+
+def seqd_imports(path: Path) -> set[str]:
+    """Every ``seqd.*`` module ``path`` imports, relative imports resolved."""
+    found = set()
+    for target, names in imported(path):
+        found.add(target)
+        # ``from . import clients``: the names may be modules themselves
+        found.update(f"{target}.{n}" for n in names)
     return {m for m in found if m == "seqd" or m.startswith("seqd.")}
 
 
@@ -116,6 +128,63 @@ def test_no_kernel_of_the_byte_model_takes_more_than_eight_parameters(path):
     wide = [(name, n) for name, n in kernels(path) if n > MAX_KERNEL_PARAMETERS]
     assert not wide, f"{path.relative_to(ROOT)}: {wide}: group the arrays into a part's named tuple (limit " \
         f"{MAX_KERNEL_PARAMETERS})"
+
+
+def module_imports(path: Path, modules: set) -> set[str]:
+    """The modules among ``modules`` that ``path`` imports: ``from p import m`` of a module m names m alone (p,
+    a package being imported already, is not run again), of any other name p."""
+    found = set()
+    for target, names in imported(path):
+        if not names:
+            found.add(target)
+        for n in names:
+            found.add(f"{target}.{n}" if f"{target}.{n}" in modules else target)
+    return found & modules
+
+
+def import_graph() -> dict[str, set[str]]:
+    files = {module_name(p): p for p in sources()}
+    return {m: module_imports(p, set(files)) - {m} for m, p in files.items()}
+
+
+def test_no_import_circles():
+    graph = import_graph()
+    index, low, stack, on, circles = {}, {}, [], set(), []
+
+    def visit(v):  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert not circles, f"modules that import each other, in a circle: {circles}"
+
+
+def test_neither_byte_model_imports_the_other():
+    for path in sources():
+        own = next((m for m in BYTE_MODELS if module_name(path).startswith(m + ".") or module_name(path) == m), None)
+        if own is None:
+            continue
+        other = [m for m in seqd_imports(path) for b in BYTE_MODELS if b != own and (m == b or m.startswith(b + "."))]
+        assert not other, f"{path.relative_to(ROOT)} imports {other}: what byte models share belongs in core/kit"
 
 
 def test_the_rules_see_the_imports():

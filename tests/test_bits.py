@@ -25,10 +25,13 @@ def _ready(learner):
     predicted.predict(learner.state)
 
 
-REVISIONS = {1: BitsConfig.from_settings({**PRESETS["bitwise-1"], **SMALL}), 2: BitsConfig(**SMALL)}
+REVISIONS = {1: BitsConfig.from_settings({**PRESETS["bitwise-1"], **SMALL}),
+             2: BitsConfig.from_settings({**PRESETS["bitwise-2"], **SMALL}),
+             3: BitsConfig(revision=3, table_growth=True, table_ways=4, table_bits=14, history_bits=14,
+                           match_bits=12, number_bits=12)}
 
 
-@pytest.mark.parametrize("revision, seed", [(1, 0), (1, 1), (2, 0), (2, 1), (2, 2)])
+@pytest.mark.parametrize("revision, seed", [(1, 0), (1, 1), (2, 0), (2, 1), (2, 2), (3, 0), (3, 1), (3, 2)])
 def test_a_byte_s_bits_against_the_reference(revision, seed):
     """The 8 bits of a byte, mid-stream: each one's inputs, the mixers' logits and the 16-bit probability as the
     formulas give them (and predicting changes nothing learned), then every array ``learn_bit`` changes as the
@@ -38,15 +41,15 @@ def test_a_byte_s_bits_against_the_reference(revision, seed):
     data = log_bytes(3000, seed)
     learner.learn(data[:2500])
     st, hyper = learner.state, learner._hyper
-    model.start_byte(st)
+    model.start_byte(st, hyper)
     runs = naive_bits.runs_at_start(st)
-    if revision == 2:
+    if revision >= 2:
         assert runs and st.runs[-1, 0] == len(runs)
     symbol, c0 = data[2500], 1
     for bit in range(7, -1, -1):
         k, nibble = 7 - bit, 0 if bit >= 4 else 1
         if bit == 3:
-            mixing.find_buckets(st, c0)
+            mixing.find_buckets(st, hyper, c0)
         before = st.weights.copy(), st.buckets.copy()
         p16 = mixing.probability(st, hyper, c0, bit)
         assert np.array_equal(st.weights, before[0]) and np.array_equal(st.buckets, before[1])
@@ -54,7 +57,7 @@ def test_a_byte_s_bits_against_the_reference(revision, seed):
         x = st.inputs[k].copy()
         assert np.allclose(x[:2 * SOURCES], naive_bits.source_inputs(st, nibble, node), rtol=1e-12, atol=1e-12)
         assert x[BIAS_INPUT] == 0.25 and np.isfinite(x[MATCH_INPUT:NUMBER_INPUT + 1]).all()
-        if revision == 2:
+        if revision >= 2:
             u = naive_bits.unit_logit(st, c0)
             assert x[UNIT_INPUT] == pytest.approx(min(max(u, -8.0), 8.0), rel=1e-12, abs=1e-12)
             want_runs = naive_bits.run_inputs(runs, SOURCES, c0, bit)
@@ -63,6 +66,8 @@ def test_a_byte_s_bits_against_the_reference(revision, seed):
         rows = [int(r) for r in st.rows[k, :MIXERS]]
         apm_rows = (int(st.rows[k, APM1_ROW]), int(st.rows[k, APM2_ROW]))
         final_row = int(st.rows[k, FINAL_ROW])
+        if revision == 3:
+            assert (rows[3], *apm_rows) == naive_bits.rows_3(st, c0)
         d, _, pm, p16_ref, lo, frac = naive_bits.mixed(st, hyper, x, rows, final_row, apm_rows, revision)
         assert np.allclose(st.outputs[k, :MIXERS], d, rtol=1e-12, atol=1e-12)
         assert abs(p16 - p16_ref) <= 1  # seqd's own exp against math's: a last-place difference may round across
@@ -71,7 +76,7 @@ def test_a_byte_s_bits_against_the_reference(revision, seed):
             mixing.claim(st, c0)
         want = naive_bits.learn_bit(st, hyper, y, nibble, x, rows, d, pm, final_row, node, apm_rows, lo, frac,
                                     revision)
-        if revision == 2:
+        if revision >= 2:
             want["unit_v"], want["unit_h0"], want["unit_hd"] = (arr.copy() for arr in (st.unit_v, st.unit_h0,
                                                                                        st.unit_hd))
             v, h0, hd = naive_bits.unit_writing_step(st, hyper, c0, y, u)
@@ -108,7 +113,7 @@ def test_the_distribution_is_what_learning_scores_and_leaves_the_state(table_bit
     p = learner.predict_proba()
     assert p.shape == (256,) and abs(p.sum() - 1.0) < 1e-12 and (p > 0).all()
     learned = [f for f in learner.state._fields
-               if f not in ("ctx", "bucket", "inputs", "outputs", "rows", "ints", "runs", "run_stretch")]
+               if f not in ("ctx", "bucket", "inputs", "outputs", "rows", "ints", "runs", "run_stretch", "fresh")]
     again = BitsLearner.from_bytes(before)
     for name in learned:
         assert np.array_equal(getattr(learner.state, name), getattr(again.state, name)), name
@@ -171,7 +176,7 @@ def test_a_learner_without_a_configuration_is_today_s_model():
     """BitsLearner() is BitsConfig(), the newest preset; only what is read back from an earlier seqd's
     snapshot takes the first preset's values for the settings it lacks (the test below)."""
     config = BitsLearner().config
-    assert config == BitsConfig() and config.revision == 2
+    assert config == BitsConfig() and config.revision == 3 and config.table_growth
 
 
 def test_a_snapshot_of_seqd_0_20_restores_to_its_model():
@@ -183,15 +188,15 @@ def test_a_snapshot_of_seqd_0_20_restores_to_its_model():
 
     from seqd.core import arrays_snapshot
     from seqd.core.bits import snapshot
-    from seqd.core.bits.versions import ADDED_SETTINGS
+    from seqd.core.bits.versions import BITWISE_MODEL
 
     config = BitsConfig.from_settings({**PRESETS["bitwise-1"], **SMALL})
     learner = BitsLearner(config)
     data = log_bytes(6000, 4)
     learner.learn(data[:4000])
-    arrays = {name: a for name, a in learner.state._asdict().items() if not name.startswith(("run", "unit_"))}
+    arrays = {name: a for name, a in learner.state._asdict().items() if not name.startswith(("run", "unit_")) and name not in ("grown", "fresh")}
     assert not any(a.size for name, a in learner.state._asdict().items() if name not in arrays)
-    settings = {k: v for k, v in asdict(config).items() if k not in ADDED_SETTINGS}
+    settings = {k: v for k, v in asdict(config).items() if k not in BITWISE_MODEL.added}
     written = make_dataclass("Settings", list(settings))(**settings)  # seqd 0.20's settings, its arrays
     packed = arrays_snapshot.pack(snapshot.MAGIC, 1, written, namedtuple("State", list(arrays))(**arrays))
     again = BitsLearner.from_bytes(packed)

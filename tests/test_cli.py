@@ -84,32 +84,36 @@ def _app_log(tmp_path):
 
 
 def test_eval_reports_the_learners_code_length(tmp_path, capsys):
+    from seqd.core.bits import BitsConfig, BitsLearner
     from seqd.core.online import OnlineConfig, OnlineLearner
 
     path, data = _app_log(tmp_path)
-    assert main(["eval", str(path), "--units", "6", "--window", "8", "--context-bits", "12", "--json"]) == 0
+    # the default preset, bytes: today's byte model, bitwise, with two settings changed
+    assert main(["eval", str(path), "--set", "units=3", "--set", "table_bits=14", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    expected = OnlineLearner(OnlineConfig.bytes_default(units=6, window=8, context_bits=12)).learn(data)
+    expected = BitsLearner(BitsConfig(units=3, table_bits=14)).learn(data)
     (result,) = out["files"]
     assert result["bytes"] == len(data)
     assert result["bits"] == pytest.approx(float(np.sum(expected)), rel=1e-12)
-    assert out["config"]["units"] == 6 and out["overall"]["bits_per_byte"] < 8
+    assert out["config"]["units"] == 3 and out["overall"]["bits_per_byte"] < 8
     # seed 000's GLNN alone: its preset, a setting changed
-    assert main(["eval", str(path), "--preset", "glnn", "--units", "6", "--json"]) == 0
+    assert main(["eval", str(path), "--preset", "glnn", "--set", "units=6", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     expected = OnlineLearner(OnlineConfig(units=6, alphabet_cap=256)).learn(data)
     assert out["files"][0]["bits"] == pytest.approx(float(np.sum(expected)), rel=1e-12)
     assert out["config"] == json.loads(json.dumps(dataclasses.asdict(OnlineConfig(units=6, alphabet_cap=256))))
-    # and a flag that switches a preset's setting off: the byte model without its probability maps
-    assert main(["eval", str(path), "--no-probability-maps", "--json"]) == 0
+    # a frozen byte model by its version's name, a switch turned off and a tuple given
+    assert main(["eval", str(path), "--preset", "bytes-12", "--set", "probability_maps=false",
+                 "--set", "context-orders=1,2,4", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    expected = OnlineLearner(OnlineConfig.bytes_default(probability_maps=False)).learn(data)
+    expected = OnlineLearner(OnlineConfig.bytes_default(probability_maps=False, context_orders=(1, 2, 4))).learn(data)
     assert out["files"][0]["bits"] == pytest.approx(float(np.sum(expected)), rel=1e-12)
 
 
 @pytest.mark.parametrize("flags, model", [
-    (["--preset", "ctw", "--depth", "4", "--alpha", "0.125"], ("ctw", dict(depth=4, alpha=0.125))),
-    (["--preset", "esn", "--units", "24", "--leak", "0.3"], ("esn", dict(units=24, leak=0.3)))], ids=["ctw", "esn"])
+    (["--preset", "ctw", "--set", "depth=4", "--set", "alpha=0.125"], ("ctw", dict(depth=4, alpha=0.125))),
+    (["--preset", "esn", "--set", "units=24", "--set", "leak=0.3"], ("esn", dict(units=24, leak=0.3)))],
+    ids=["ctw", "esn"])
 def test_eval_runs_the_baselines_with_their_settings(tmp_path, capsys, flags, model):
     from seqd.core.ctw import CTWConfig, CTWLearner
     from seqd.core.esn import ESNConfig, ESNLearner
@@ -125,15 +129,24 @@ def test_eval_runs_the_baselines_with_their_settings(tmp_path, capsys, flags, mo
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--preset", "ctw", "--units", "3"],
-     "--units is a setting of bytes, glnn, bitwise, esn, scornn, enrnn, rehearsal, not of ctw"),
-    (["--depth", "3"], "--depth is a setting of ctw, not of bytes"),
-    (["--preset", "esn", "--window", "4"], "--window is a setting of bytes, glnn, not of esn"),
-    (["--preset", "ctw", "--depth", "0"], "depth must be in")])
+    (["--preset", "ctw", "--set", "units=3"], "'units' is not a setting of CTWConfig"),
+    (["--set", "dept=3"], "'dept' is not a setting of BitsConfig"),
+    (["--preset", "glnn", "--set", "windw=4"], "did you mean window"),
+    (["--set", "units"], "--set takes NAME=VALUE"),
+    (["--set", "runs=maybe"], "'maybe' is not true or false"),
+    (["--preset", "ctw", "--set", "depth=0"], "depth must be in")])
 def test_eval_refuses_a_setting_of_another_model_or_out_of_bounds(tmp_path, capsys, flags, message):
     path, _ = _app_log(tmp_path)
     assert main(["eval", str(path), *flags]) == 1
     assert message in capsys.readouterr().err
+
+
+def test_eval_lists_a_preset_s_settings(capsys):
+    assert main(["eval", "--settings"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("settings of bytes (BitsConfig)") and "table_growth" in out and "true" in out
+    assert main(["eval", "--preset", "ctw", "--settings"]) == 0
+    assert "depth" in capsys.readouterr().out
 
 
 def test_eval_json_stays_json_when_a_code_length_is_infinite(tmp_path, capsys, monkeypatch):
@@ -151,7 +164,8 @@ def test_eval_json_stays_json_when_a_code_length_is_infinite(tmp_path, capsys, m
     monkeypatch.setattr(eval_module, "_learner", Certain)
     path = tmp_path / "app.log"
     path.write_bytes(b"GET /index.html 200\n" * 20)
-    assert main(["eval", str(path), "--units", "3", "--context-bits", "10", "--json"]) == 0
+    assert main(["eval", str(path), "--preset", "bytes-12", "--set", "units=3", "--set", "context_bits=10",
+                 "--json"]) == 0
     captured = capsys.readouterr()
     out = json.loads(captured.out, parse_constant=lambda name: pytest.fail(f"not JSON: {name}"))
     (result,) = out["files"]
@@ -176,7 +190,7 @@ def test_eval_errors_are_one_line(tmp_path, capsys):
     assert "file is empty" in capsys.readouterr().err
     assert main(["eval", str(tmp_path / "missing.log")]) == 1
     assert "no such file" in capsys.readouterr().err
-    assert main(["eval", str(empty), "--metric-discount", "2"]) == 1
+    assert main(["eval", str(empty), "--preset", "glnn", "--set", "metric_discount=2"]) == 1
     assert "metric_discount" in capsys.readouterr().err
 
 

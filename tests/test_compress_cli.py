@@ -14,7 +14,9 @@ import pytest
 
 from seqd.cli import main
 from seqd.core import container
-from seqd.core.container import PRESET
+from seqd.core.faces import DEFAULT
+
+PRESET = DEFAULT.versions.preset  # what seqd compress writes today
 
 LINES = b"".join(f"2026-11-22 08:{i % 60:02d}:{i % 59:02d} INFO worker-{i % 5} done job {i}\n".encode()
                  for i in range(400))
@@ -208,6 +210,6 @@ def test_every_level_decodes_within_the_default_memory_limit():
     at once (-T 2)."""
     from seqd.core import limits
 
-    for level in container.LEVELS:
+    for level in DEFAULT.level_names:
         model, buffers = limits.decoding_memory(container.level_config(level), container.DEFAULT_BLOCK_SIZE)
         assert model + buffers < limits.DEFAULT_MEMORY_LIMIT / 2, level

@@ -17,6 +17,7 @@ import pytest
 
 from seqd.cli import main
 from seqd.core import container
+from seqd.core.faces import DEFAULT
 
 TEXT = b"".join(f"2026-11-22 08:{i % 60:02d}:{i % 59:02d} INFO worker-{i % 5} job {i}\n".encode() for i in range(300))
 SEQD = [sys.executable, "-m", "seqd"]
@@ -94,10 +95,10 @@ def test_test_and_list(here, capsys):
     assert main(["decompress", "-l", "--json", "a.log.sqd"]) == 0
     listed = json.loads(capsys.readouterr().out)["files"][0]
     assert listed["bytes_out"] == len(TEXT) and listed["bytes_in"] == os.path.getsize("a.log.sqd")
-    assert listed["blocks"] == -(-len(TEXT) // 4096) and listed["model"] == container.PRESET
+    assert listed["blocks"] == -(-len(TEXT) // 4096) and listed["model"] == DEFAULT.versions.preset
     assert listed["written_by"].startswith("seqd ")
     data = bytearray((here / "a.log.sqd").read_bytes())
-    data[len(data) // 2] ^= 0x40
+    data[-13 - 8] ^= 0x40  # in the last block's payload (the end record is the last 13 bytes)
     (here / "bad.sqd").write_bytes(bytes(data))
     assert main(["decompress", "-t", "bad.sqd"]) == 1
     err = capsys.readouterr().err

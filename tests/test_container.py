@@ -19,7 +19,8 @@ import contract
 from early import Early
 from seqd.core import coder, container
 from seqd.core.bits import BitsConfig, BitsLearner
-from seqd.core.bits import config as bitwise
+from seqd.core.bits import versions as bitwise
+from seqd.core.faces import DEFAULT, FACES, GLNN
 from seqd.core.container import FormatError, compress, decompress
 from seqd.core.online import OnlineConfig, OnlineLearner
 
@@ -176,7 +177,7 @@ def test_blocks_continue_one_learner_unless_chains_are_bounded():
     data = bytes(np.random.default_rng(1).integers(97, 100, 5000, dtype=np.uint8))
     packed = bytearray(compress(data, SMALL, block_size=1000))
     header = container.read_header(io.BytesIO(bytes(packed)))
-    assert header.chain_size is None and header.version == container.BYTE_MODEL_FORMAT
+    assert header.chain_size is None and header.version == GLNN.writes == 3
     records = list(container.read_records(io.BytesIO(bytes(packed[header.size:])), header, header.size))
     assert [r.kind for r in records[:-1]] == [container.FRESH] + [container.CONTINUES] * 4
     assert decompress(bytes(packed)) == data
@@ -241,16 +242,18 @@ def test_the_header_names_the_package_version_that_wrote_it():
     assert header.build.startswith(f"seqd {metadata.version('seqd')}, numba ")
 
 
-def test_the_default_model_is_a_frozen_preset():
-    """Changing OnlineConfig.bytes_default() must add a preset, or old files would decode with new settings."""
+def test_each_byte_model_s_configuration_is_its_newest_frozen_preset():
+    """Changing a byte model's defaults must add a row to its table of versions, or old files would decode with
+    new settings: the GLNN byte model's bytes_default() is bytes-12, frozen, and BitsConfig() the bitwise
+    model's newest; the default byte model is seqd compress's, and a file written today names its newest."""
     settings_now = json.loads(json.dumps(dataclasses.asdict(OnlineConfig.bytes_default())))
-    assert settings_now == container.PRESETS[container.PRESET]
-
-
-def test_the_bitwise_model_is_a_frozen_preset():
-    """Changing BitsConfig's defaults must add a preset (core/bits/config.py), as for the byte model."""
+    assert settings_now == GLNN.versions.presets[GLNN.versions.preset] and GLNN.versions.preset == "bytes-12"
     assert dataclasses.asdict(BitsConfig()) == bitwise.PRESETS[bitwise.PRESET]
     assert list(bitwise.PRESETS)[-1] == bitwise.PRESET
+    assert container.default_config() == BitsConfig() == DEFAULT.preset() and DEFAULT.config is BitsConfig
+    for face in FACES:
+        header = container.read_header(io.BytesIO(compress(b"x", face.preset())))
+        assert header.preset == face.versions.preset and header.version == face.writes
 
 
 @pytest.mark.parametrize("block_size, chain_size", [(1 << 20, None), (3000, None), (3000, 6000)])

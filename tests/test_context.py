@@ -60,12 +60,13 @@ from seqd.core.online.sources import (
 from seqd.core.model import ACTIVATIONS
 from seqd.core.online.selecting import set_rows, unit_centre
 from seqd.core.online.alphabet import activate_symbol
-from seqd.core.online.hashing import absorb, finalize
-from seqd.core.online.numbers import AFTER as NUMBER_AFTER
-from seqd.core.online.numbers import LAST as NUMBER_LAST
-from seqd.core.online.numbers import LENGTH as NUMBER_LENGTH
-from seqd.core.online.numbers import N_BUCKET, N_KEY, N_PREDICTED, N_RUN, N_VOTED, NUMBER_CONTEXTS
-from seqd.core.online.numbers import TAG as NUMBER_TAG
+from seqd.core.kit.hashing import absorb, finalize
+from seqd.core.kit.numbers import AFTER as NUMBER_AFTER
+from seqd.core.kit.numbers import LAST as NUMBER_LAST
+from seqd.core.kit.numbers import LENGTH as NUMBER_LENGTH
+from seqd.core.kit.numbers import N_KEY, N_PREDICTED, N_RUN, NUMBER_CONTEXTS
+from seqd.core.kit.numbers import TAG as NUMBER_TAG
+from seqd.core.online.numbers import N_BUCKET, N_VOTED
 from seqd.core.online.config import SELECTED_STEPS, H
 from seqd.core.online.mixer import Mixer, context_writing_update, select, selected_writing_update, vote
 from seqd.core.online.steps import writing_step

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from early import Early
 
-from seqd.core.bits.config import PRESET as BITWISE_PRESET
-from seqd.core.container import BYTE_MODEL_FORMAT, FORMAT_VERSION, OLDEST_FORMAT, PRESET, decompress
+from seqd.core.container import FORMAT_VERSION, OLDEST_FORMAT, decompress
+from seqd.core.faces import DEFAULT, FACES
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 GLIBC_X86_64 = sys.platform == "linux" and platform.machine() == "x86_64" and platform.libc_ver()[0] == "glibc"
@@ -71,5 +71,6 @@ def test_the_command_line_tests_and_lists_old_and_new_files():
                              capture_output=True, text=True, timeout=300)
     models = {(Path(f["input"]).parent.name, f["model"]) for f in json.loads(listing.stdout)["files"]}
     assert ("format-1", "bytes-1") in models and ("format-2", "bytes-2") in models
-    assert (f"format-{BYTE_MODEL_FORMAT}", PRESET) in models  # the current default has frozen files too
-    assert (f"format-{FORMAT_VERSION}", BITWISE_PRESET) in models  # and the bitwise model's
+    for face in FACES:  # each byte model's newest preset has frozen files, today's default's first
+        assert (f"format-{face.writes}", face.versions.preset) in models, face.model
+    assert ("format-4", "bitwise-1") in models and DEFAULT.writes == FORMAT_VERSION

@@ -25,12 +25,14 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from seqd.clients import protocol as P
-from seqd.core.online import OnlineLearner
+from seqd.core.faces import DEFAULT
+from seqd.core.learners import learner_for
 from seqd.daemon import snapshot_file, sparse
 from seqd.daemon import streams as streams_module
+from seqd.daemon.learner_store import resident_bytes
 from seqd.daemon.models import make_config
 
-from daemon_harness import SMALL_BYTES, Caller, ProcessServer, ThreadServer, free_port, snapshot_as_version
+from daemon_harness import GLNN_BYTES, SMALL_BYTES, SMALL_GLNN, Caller, ProcessServer, ThreadServer, free_port, snapshot_as_version
 
 LOGS = Path(__file__).resolve().parents[2] / "shared" / "data" / "logs"
 
@@ -46,7 +48,7 @@ def text(n: int, seed: int = 0) -> bytes:
 
 
 def reference(batches, preset="bytes", config=SMALL_BYTES):
-    learner = OnlineLearner(make_config(preset, config))
+    learner = learner_for(make_config(preset, config))
     bits = sum(float(learner.learn(b).sum()) for b in batches)
     return learner, bits
 
@@ -85,7 +87,7 @@ def test_publish_predict_stats_equal_an_in_process_learner(call):
     assert stats["code_bits"] == pytest.approx(bits, rel=1e-12)
     assert stats["bits_per_symbol"] == pytest.approx(bits / position, rel=1e-12)
     assert stats["alphabet_size"] == learner.stats["alphabet_size"]
-    assert stats["config"]["context_bits"] == 10
+    assert stats["config"]["table_bits"] == 10 and stats["model"] == "bitwise"
 
 
 def test_several_streams_concurrently(server):
@@ -348,7 +350,7 @@ def test_the_metrics_endpoint_parses_and_counts_what_was_sent(tmp_path):
     assert samples[("seqd_stream_symbols_learned_total", (("stream", "m"),))] == 700
     assert 0 < samples[("seqd_stream_code_length_per_symbol", (("stream", "m"),))] < 8
     (build,) = [labels for name, labels in samples if name == "seqd_build_info"]
-    assert dict(build)["version"] == seqd.__version__ and dict(build)["byte_preset"].startswith("bytes-")
+    assert dict(build)["version"] == seqd.__version__ and dict(build)["byte_preset"] == DEFAULT.versions.preset
     assert not any(dict(labels).get("stream") == "unlabelled" for _, labels in samples)
 
 
@@ -764,17 +766,18 @@ def test_creating_a_stream_holds_up_nothing_else(tmp_path, held_creates):
 
 def test_max_state_bytes_refuses_a_stream_only_while_the_learners_in_memory_are_at_work(tmp_path, gate):
     # one learner fits max_state_bytes: an idle one hibernates to make room, a busy one does not
-    size = OnlineLearner(make_config("bytes", SMALL_BYTES)).state_bytes
+    # (small GLNN byte-model streams: their full size fits a budget of one and a half, as the bitwise model's does not)
+    size = resident_bytes(make_config(GLNN_BYTES, SMALL_GLNN))  # what the budget counts of a new stream
     with ThreadServer(tmp_path / "state", max_state_bytes=size * 3 // 2) as srv:
         call = Caller(srv.api)
-        call.ok("create", stream="a", config=SMALL_BYTES)
+        call.ok("create", stream="a", preset=GLNN_BYTES, config=SMALL_GLNN)
         call.ok("publish", stream="a", symbols=text(500))  # held at the gate: "a" is at work, it cannot hibernate
-        reply = call("create", stream="b", config=SMALL_BYTES)
+        reply = call("create", stream="b", preset=GLNN_BYTES, config=SMALL_GLNN)
         assert reply.code == P.LIMIT and "max_state_bytes" in reply.message and "at work" in reply.message
         gate.set()
         call.ok("predict", stream="a", min_position=500, wait_ms=30000)
         assert sorted(p.name for p in (tmp_path / "state" / "streams").iterdir()) == ["a"]
-        assert call.ok("create", stream="b", config=SMALL_BYTES)["created"]  # "a" is idle now
+        assert call.ok("create", stream="b", preset=GLNN_BYTES, config=SMALL_GLNN)["created"]  # "a" is idle now
         assert call.ok("stats")["streams"] == ["a", "b"]
         call.close()
 
@@ -819,11 +822,11 @@ def test_a_publish_that_creates_its_stream_is_answered_once_the_stream_is_there(
         call.close()
 
 
-def _snapshotted_stream(state_dir: Path, symbols: bytes) -> dict:
+def _snapshotted_stream(state_dir: Path, symbols: bytes, preset: str = "bytes", config=SMALL_BYTES) -> dict:
     """A daemon that learns ``symbols`` as stream "s" and stops (writing its snapshot); the stream's stats."""
     with ThreadServer(state_dir) as srv:
         call = Caller(srv.api)
-        call.ok("create", stream="s", config=SMALL_BYTES)
+        call.ok("create", stream="s", preset=preset, config=config)
         call.ok("publish", stream="s", symbols=symbols)
         call.ok("predict", stream="s", min_position=len(symbols), wait_ms=30000)
         stats = call.ok("stats", stream="s")
@@ -888,8 +891,8 @@ def test_snapshots_of_earlier_versions_are_still_read(tmp_path, version):
     """Version 4 stores the learner's non-zero words; version 3 deflated it whole, version 2 kept it as it is,
     and version 1 also had the recent code lengths as JSON numbers (slow to write with the GIL held); a
     daemon restores any of them, to the same
-    statistics and the same learner."""
-    before = _snapshotted_stream(tmp_path / "state", text(3000))
+    statistics and the same learner (a GLNN byte model's: the only one streams held before version 4)."""
+    before = _snapshotted_stream(tmp_path / "state", text(3000), GLNN_BYTES, SMALL_GLNN)
     snapshot_as_version(tmp_path / "state" / "streams" / "s" / "snapshot", version)
     with ThreadServer(tmp_path / "state") as srv:
         call = Caller(srv.api)
@@ -898,12 +901,12 @@ def test_snapshots_of_earlier_versions_are_still_read(tmp_path, version):
         call.close()
     for key in ("position", "bits_per_symbol", "recent_bits_per_symbol", "code_bits"):
         assert after[key] == before[key], key
-    learner_after, _ = reference([text(3000)])
+    learner_after, _ = reference([text(3000)], GLNN_BYTES, SMALL_GLNN)
     assert np.array_equal(np.array(predicted), learner_after.predict_proba())
 
 
 def test_a_snapshot_holds_its_learner_deflated_and_a_damaged_one_is_refused(tmp_path):
-    before = _snapshotted_stream(tmp_path / "state", text(3000))
+    before = _snapshotted_stream(tmp_path / "state", text(3000), GLNN_BYTES, SMALL_GLNN)  # tables of mostly zeros
     snap = tmp_path / "state" / "streams" / "s" / "snapshot"
     data = bytearray(snap.read_bytes())
     assert len(data) < before["state_bytes"] / 8  # the tables' zeros take next to nothing
@@ -936,7 +939,7 @@ def _with_learner(tmp_path, payload: bytes, version: int = 4) -> None:
     """A stream's snapshot written, then its learner replaced by ``payload`` (its statistics kept), under the
     header of snapshot format ``version`` (4: the learner's non-zero words; 3: the learner deflated whole)."""
     import struct
-    _snapshotted_stream(tmp_path / "state", text(1000))
+    _snapshotted_stream(tmp_path / "state", text(1000), GLNN_BYTES, SMALL_GLNN)  # (version 3 held GLNN learners)
     snap = tmp_path / "state" / "streams" / "s" / "snapshot"
     data = bytearray(snap.read_bytes())
     head = struct.Struct("<8sQII")
@@ -971,7 +974,7 @@ def test_a_snapshot_that_inflates_to_no_learner_is_refused_as_it_is_read(tmp_pat
 def test_a_snapshot_is_refused_before_its_arrays_are_allocated_when_they_exceed_its_configuration(tmp_path, version):
     import zlib
     # a learner of 32 units in the snapshot of a stream whose stream.json says 4: larger than it may be
-    big = OnlineLearner(make_config("bytes", dict(SMALL_BYTES, units=32))).to_bytes()
+    big = learner_for(make_config(GLNN_BYTES, dict(SMALL_GLNN, units=32))).to_bytes()
     _with_learner(tmp_path, zlib.compress(big, 1) if version == 3 else _sparse(big), version)
     message = _restore_refusal(tmp_path)
     assert "its configuration holds" in message, message

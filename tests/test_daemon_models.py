@@ -1,7 +1,7 @@
-"""A stream of each model the daemon serves besides the GLNN (``core/learners.py``: ctw, esn, lstm, gru, scornn, enrnn,
-rehearsal):
-created by its preset, restored bit for bit after a stop (its snapshot) and after a kill (its log), woken bit for
-bit from hibernation, and refused clearly when a request asks for too much."""
+"""A stream of each model the daemon serves besides seed 000's GLNN alone (``core/learners.py``: the default byte
+model with tables that grow, the GLNN byte model bytes-12, ctw, esn, lstm, gru, scornn, enrnn, rehearsal): created by
+its preset, restored bit for bit after a stop (its snapshot) and after a kill (its log), woken bit for bit from
+hibernation, and refused clearly when a request asks for too much."""
 
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ from seqd.daemon.reports import Created
 
 # each model small, as its stream would be created: (preset, settings)
 MODELS = {
+    # the default byte model, its tables growing and its history in a history file beside its snapshot
+    "bytes": ("bytes", {"table_bits": 14, "history_bits": 16, "match_bits": 12, "number_bits": 12}),
+    "bytes-12": ("bytes-12", {"context_bits": 10, "history_bits": 12, "match_bits": 10, "units": 4}),  # the GLNN's
     "ctw": ("ctw", {"depth": 6, "node_bits": 12}),
     "esn": ("esn", {"units": 24, "connections": 4}),
     "lstm": ("lstm", {"cells": 10, "layers": 2, "horizon": 7, "clip": 5.0}),
@@ -36,8 +39,8 @@ MODELS = {
                                 "rehearsals": 2}),
 }
 
-MODEL_OF = {"ctw": "ctw", "esn": "esn", "lstm": "lstm", "gru": "lstm", "scornn": "scornn", "enrnn": "scornn",
-            "rehearsal": "rehearsal"}
+MODEL_OF = {"bytes": "bitwise", "bytes-12": "glnn", "ctw": "ctw", "esn": "esn", "lstm": "lstm", "gru": "lstm",
+            "scornn": "scornn", "enrnn": "scornn", "rehearsal": "rehearsal"}
 
 
 def reference(preset: str, settings: dict, batches) -> tuple[object, float]:

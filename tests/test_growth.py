@@ -11,7 +11,8 @@ import naive
 from seqd.core.jit import kernel
 from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online.sources import POS
-from seqd.core.online.growth import BITS, GROWTH_START, TAKEN, WAYS, find_slot, split_context_table, split_match_table
+from seqd.core.kit.growth import BITS, GROWTH_START, TAKEN, split_match_table
+from seqd.core.online.growth import WAYS, find_slot, split_context_table
 
 ENTRIES = 3
 

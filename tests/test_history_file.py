@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from seqd.core.online import OnlineConfig, OnlineLearner
-from seqd.core.online.snapshot import ring_views
+from seqd.core.arrays_snapshot import ring_views
 from seqd.daemon import history_file, stream_meta
 from seqd.daemon.history_file import HistoryFile
 from seqd.daemon.streams import Stream

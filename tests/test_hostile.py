@@ -33,6 +33,8 @@ import pytest
 from seqd.core import coder, container, limits
 from seqd.core.bits import BitsConfig
 from seqd.core.container import FormatError, compress, decompress
+from seqd.core.faces import DEFAULT, FACES, GLNN
+from seqd.core.online.face import BOUNDS as GLNN_BOUNDS
 from seqd.core.online import OnlineConfig, OnlineLearner
 from seqd.core.online.state import new_state, state_nbytes, state_shapes
 
@@ -45,7 +47,7 @@ LINES = b"".join(f"2026-11-22 08:{i % 60:02d}:{i * 7 % 60:02d} node{i % 7} GET /
                  for i in range(40))
 FUZZ_MEMORY_LIMIT = 256 << 20
 # what the default model needs to decode a file of default blocks, as the refusal names it (state + buffers)
-DEFAULT_NEED = f"decoding needs {sum(limits.decoding_memory(OnlineConfig.bytes_default(), container.DEFAULT_BLOCK_SIZE)) / (1 << 20):.1f} MiB"
+DEFAULT_NEED = f"decoding needs {sum(limits.decoding_memory(container.default_config(), container.DEFAULT_BLOCK_SIZE)) / (1 << 20):.1f} MiB"
 
 
 @pytest.fixture(scope="module")
@@ -112,19 +114,21 @@ class Work:
 @contextlib.contextmanager
 def counted():
     """The work the container does inside the block: learners made, symbols decoded."""
-    work, make, decode = Work(), container.OnlineLearner, container.decode_symbols
+    from seqd.core.online.face import GlnnCoder
 
-    def counting_learner(*args, **kwargs):
+    work, make, decode = Work(), OnlineLearner.__init__, GlnnCoder.decode
+
+    def counting_learner(self, *args, **kwargs):
         work.learners += 1
-        return make(*args, **kwargs)
+        make(self, *args, **kwargs)
 
-    def counting_decode(*args):
-        decoded = decode(*args)
+    def counting_decode(self, *args):
+        decoded = decode(self, *args)
         work.symbols += decoded
         return decoded
 
-    with mock.patch.object(container, "OnlineLearner", counting_learner), \
-            mock.patch.object(container, "decode_symbols", counting_decode):
+    with mock.patch.object(OnlineLearner, "__init__", counting_learner), \
+            mock.patch.object(GlnnCoder, "decode", counting_decode):
         yield work
 
 
@@ -198,13 +202,13 @@ def test_a_chain_of_continues_blocks_holds_at_most_the_chain_size(small_file):
 def test_numerics_must_be_the_formats(small_file):
     """Format 1 was coded with the C library's exp/log/tanh, format 2 with seqd's own: a header that says
     otherwise is damaged, and the writer writes 'ieee' only."""
-    version = container.BYTE_MODEL_FORMAT
+    version = GLNN.writes
     refused(with_settings(small_file, numerics="libm"), f"format {version} files are not coded with numerics 'libm'")
     refused(with_version(small_file, 1), "format 1 files are not coded with numerics 'ieee'")
     refused(with_version(small_file, 0), "format version 0 does not exist")
     newest = container.FORMAT_VERSION
     refused(with_version(small_file, newest + 1), f"format version {newest + 1} is newer than this seqd reads")
-    with pytest.raises(ValueError, match="numerics 'ieee' only"):
+    with pytest.raises(ValueError, match="format 3 files are not coded with numerics 'libm'"):
         compress(LINES, SMALL.__class__.bytes_default(numerics="libm"))
 
 
@@ -248,13 +252,13 @@ def test_the_memory_a_file_needs_is_refused_over_the_limit(preset_file):
     assert "\n" not in message
     def need(**changes) -> str:
         size = changes.pop("block_size", container.DEFAULT_BLOCK_SIZE)
-        return f"decoding needs {sum(limits.decoding_memory(OnlineConfig.bytes_default(**changes), size)) / (1 << 30):.1f} GiB"
+        return f"decoding needs {sum(limits.decoding_memory(DEFAULT.preset(**changes), size)) / (1 << 30):.1f} GiB"
 
-    big = with_settings(preset_file, history_bits=30)  # a 1 GiB history ring
-    assert need(history_bits=30) == "decoding needs 1.2 GiB"
-    assert refused(big, need(history_bits=30)) == UNREAD
+    big = with_settings(preset_file, history_bits=30, table_bits=21)  # a 1 GiB history ring, 1.5 GiB of buckets
+    assert need(history_bits=30, table_bits=21) == "decoding needs 2.7 GiB"
+    assert refused(big, need(history_bits=30, table_bits=21)) == UNREAD
     meta, _ = split(preset_file)
-    assert need(block_size=1 << 30) == "decoding needs 6.3 GiB"
+    assert need(block_size=1 << 30) == "decoding needs 34.3 GiB"
     assert refused(with_meta(preset_file, {**meta, "block_size": 1 << 30, "chain_size": 0}), need(block_size=1 << 30)) \
         == UNREAD
 
@@ -272,10 +276,8 @@ def test_state_shapes_are_the_arrays_new_state_makes():
 
 
 def test_every_setting_has_a_bound_and_the_writer_refuses_what_the_reader_refuses():
-    bounded = set(limits.INT_BOUNDS) | set(limits.FLOAT_BOUNDS) | set(limits.CHOICES) | set(limits.BOOLS)
-    assert bounded | {"context_orders"} == {f.name for f in dataclasses.fields(OnlineConfig)}
-    bitwise = set(limits.BITWISE_INT_BOUNDS) | set(limits.BITWISE_FLOAT_BOUNDS) | set(limits.BITWISE_BOOLS)
-    assert bitwise == {f.name for f in dataclasses.fields(BitsConfig)}
+    for face in FACES:  # each byte model's face bounds every setting of its configuration, and nothing else
+        assert face.bounds.names() == {f.name for f in dataclasses.fields(face.config)}, face.model
     limits.check_config(OnlineConfig.bytes_default())  # the preset, and every configuration of the registry
     for entry in contract.ONLINE:
         if entry.config().alphabet_cap == 256:
@@ -309,26 +311,27 @@ def _value(rng: np.random.Generator, name: str | None = None):
     if draw < 0.35 and name is not None:
         return _accepted_value(rng, name)
     if draw < 0.5:  # a value at or beside a bound of a setting's table
-        bounds = list(limits.INT_BOUNDS.values()) + list(limits.FLOAT_BOUNDS.values())
-        lo, hi = limits.INT_BOUNDS.get(name) or limits.FLOAT_BOUNDS.get(name) or bounds[rng.integers(len(bounds))]
+        bounds = list(GLNN_BOUNDS.ints.values()) + list(GLNN_BOUNDS.floats.values())
+        lo, hi = GLNN_BOUNDS.ints.get(name) or GLNN_BOUNDS.floats.get(name) or bounds[rng.integers(len(bounds))]
         return [lo, hi, lo - 1, hi + 1, hi * 2][rng.integers(5)]
     return HOSTILE_VALUES[rng.integers(len(HOSTILE_VALUES))]
 
 
 def _accepted_value(rng: np.random.Generator, name: str):
-    if name in limits.INT_BOUNDS:
-        lo, hi = limits.INT_BOUNDS[name]
+    if name in GLNN_BOUNDS.ints:
+        lo, hi = GLNN_BOUNDS.ints[name]
         return int(lo + rng.integers(0, 1 + min(hi - lo, 2 ** int(rng.integers(0, 12)))))  # small ones often
-    if name in limits.FLOAT_BOUNDS:
-        lo, hi = limits.FLOAT_BOUNDS[name]
+    if name in GLNN_BOUNDS.floats:
+        lo, hi = GLNN_BOUNDS.floats[name]
         return float(rng.uniform(lo, hi)) if lo <= 0 or rng.random() < 0.3 else \
             float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
-    if name in limits.CHOICES:
-        return limits.CHOICES[name][rng.integers(len(limits.CHOICES[name]))]
-    if name in limits.BOOLS:
+    if name in GLNN_BOUNDS.choices:
+        return GLNN_BOUNDS.choices[name][rng.integers(len(GLNN_BOUNDS.choices[name]))]
+    if name in GLNN_BOUNDS.bools:
         return bool(rng.integers(2))
-    size = int(rng.integers(0, limits.MAX_ORDERS + 1))
-    return sorted(int(k) for k in rng.choice(np.arange(1, limits.MAX_ORDER + 1), size, replace=False))
+    longest, lo, hi = GLNN_BOUNDS.lists["context_orders"]
+    size = int(rng.integers(0, longest + 1))
+    return sorted(int(k) for k in rng.choice(np.arange(lo, hi + 1), size, replace=False))
 
 
 def mutate(packed: bytes, rng: np.random.Generator) -> bytes:
@@ -441,7 +444,7 @@ def test_the_command_refuses_crafted_files_in_one_line_and_bounded_memory(tmp_pa
         "alphabet-300": (with_settings(small_file, alphabet_cap=300), "alphabet_cap must be 256"),
         "units-100": (with_settings(small_file, units=100, degree=100), "(units|degree) must be"),
         "window-1e7": (with_settings(small_file, window=10 ** 7), "window must be"),
-        "history-1GiB": (with_settings(small_file, history_bits=30), "needs 1.0 GiB .* --memory-limit"),
+        "history-1GiB": (with_settings(small_file, history_bits=30, context_bits=22), "needs 3.9 GiB .* --memory-limit"),
         "flipped-length": (with_record_field(packed, offset, 1, n | 1 << 20), "ends before"),
     }
     for name, (data, message) in crafted.items():
@@ -463,13 +466,13 @@ def test_memory_limit_option_names_the_file_the_need_and_the_fix(tmp_path, capsy
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(path) in err and DEFAULT_NEED in err
     assert "limit of 40.0 MiB" in err and "--memory-limit" in err
-    assert main(["decompress", "-k", "-T", "2", "--memory-limit", "400M", str(path)]) == 0  # one chain, one learner
+    assert main(["decompress", "-k", "-T", "2", "--memory-limit", "500M", str(path)]) == 0  # one chain, one learner
     assert (tmp_path / "app.log").read_bytes() == LINES[:600]
     chains = tmp_path / "chains.log.sqd"
     chains.write_bytes(compress(LINES[:600], block_size=300, chain_size=300))
-    assert main(["decompress", "-k", "-T", "2", "--memory-limit", "400M", str(chains)]) == 1  # two learners at once
+    assert main(["decompress", "-k", "-T", "2", "--memory-limit", "500M", str(chains)]) == 1  # two learners at once
     assert "× 2" in capsys.readouterr().err
-    assert main(["decompress", "-k", "--memory-limit", "400M", str(chains)]) == 0
+    assert main(["decompress", "-k", "--memory-limit", "500M", str(chains)]) == 0
     assert (tmp_path / "chains.log").read_bytes() == LINES[:600]
     with pytest.raises(SystemExit):
         main(["decompress", "--memory-limit", "lots", str(path)])

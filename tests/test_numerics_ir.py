@@ -34,9 +34,9 @@ ROUND_TRIP = r"""
 from seqd.core.container import compress, decompress
 
 data = b"".join(b"%d GET /item/%d 200 %dms\n" % (i, i * 31 % 977, i * 7 % 113) for i in range(400))
-assert decompress(compress(data)) == data
-from seqd.core.bits import BitsConfig
-assert decompress(compress(data, BitsConfig(table_bits=10, history_bits=10, match_bits=10))) == data
+assert decompress(compress(data)) == data  # the default byte model (bitwise), its tables growing
+from seqd.core.online import OnlineConfig
+assert decompress(compress(data, OnlineConfig.bytes_default(context_bits=10, history_bits=10, match_bits=10))) == data
 """
 # what the probe compiles (WORK), then the IR and assembly of every kernel of seqd.core that it compiled
 SCAN = r"""

@@ -31,12 +31,13 @@ from seqd.core.kernels.forward import allocate, evolve_into, forward
 from seqd.core.kernels.network import Network
 from seqd.core.kernels.transition import TransitionSums, accumulate_transition
 from seqd.core.online import OnlineConfig, OnlineLearner
-from seqd.core.online import snapshot, tables
+from seqd.core.kit import memory as tables
+from seqd.core.online import snapshot
 from seqd.core.online.sources import POS
 from seqd.core.online.alphabet import RETIRED_ESCAPE_BIAS, activate_symbol
 from seqd.core.online.config import F, H
 from seqd.core.online.credit import TINY_SCALE, advance_credit
-from seqd.core.online.metric_blocks import block_step, contribution_and_step, metric_contribution
+from seqd.core.kernels.metric_blocks import block_step, contribution_and_step, metric_contribution
 from seqd.core.online.state import ACTIVE, WINDOW_POS, OnlineState, new_state
 from seqd.core.online.window import window_gradient
 
@@ -756,7 +757,7 @@ def test_a_snapshot_whose_table_size_is_damaged_is_refused_before_its_tables_are
     """A growing table's size (``grown``) says how much of each table a snapshot holds: a damaged one is
     refused as soon as it is read, before the checksum, not used to size a read (a MemoryError, found by the
     hostile-state suite)."""
-    from seqd.core.online.growth import BITS
+    from seqd.core.kit.growth import BITS
 
     learner = OnlineLearner(OnlineConfig.bytes_default(context_bits=12, history_bits=12, match_bits=12))
     learner.learn(b"".join(b"%05d GET /item/%d 200\n" % (i, i % 5) for i in range(40)))

@@ -25,7 +25,8 @@ from seqd.core.online import OnlineConfig
 
 # The kernels and state layout compared here: internal entry points, imported in this one place only.
 from seqd.core.online.sources import NNZ
-from seqd.core.online.alphabet import activate_symbol, unit_uniform
+from seqd.core.initialization import unit_uniform
+from seqd.core.online.alphabet import activate_symbol
 from seqd.core.online.steps import predict_step, writing_step
 from seqd.core.online.state import ACTIVE, WINDOW_POS, OnlineState, new_state
 

@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from seqd.clients import protocol as P
-from seqd.core.online import OnlineLearner
+from seqd.core.learners import learner_for
 from seqd.daemon.models import make_config
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -66,7 +66,7 @@ def test_every_publish_sent_twice_is_learned_once(tmp_path):
         assert acked[79] == total and call.ok("stats", stream="s")["accepted"] == total
         learned = call.ok("predict", stream="s", top=0, min_position=total, wait_ms=60000)
         call.close()
-    reference = OnlineLearner(make_config("bytes", SMALL_BYTES))
+    reference = learner_for(make_config("bytes", SMALL_BYTES))
     for symbols in data:
         reference.learn(np.frombuffer(symbols, dtype=np.uint8).astype(np.int64))
     assert learned["position"] == total

@@ -25,7 +25,7 @@ from seqd.daemon.learner_store import resident_bytes
 from seqd.daemon.streams import Stream
 from seqd.daemon.waiters import Waiters
 
-from daemon_harness import SMALL_BYTES
+from daemon_harness import GLNN_BYTES, SMALL_BYTES, SMALL_GLNN
 
 
 class Daemon:
@@ -102,7 +102,7 @@ def test_a_publish_waits_for_its_sync_and_a_predict_for_its_position(daemon):
 def test_a_batch_is_checked_before_it_touches_the_log(tmp_path):
     daemon = Daemon(tmp_path, max_queue_symbols=8, max_batch_symbols=8)
     try:
-        stream = daemon.create("s", config=dict(SMALL_BYTES, alphabet_cap=16))
+        stream = daemon.create("s", config={"units": 4, "alphabet_cap": 16}, preset="glnn")
         assert daemon("publish", stream="s", symbols=[3, 16]).code == P.BAD_SYMBOL
         assert daemon("publish", stream="s", symbols=[1], position=4).code == P.CONFLICT
         assert isinstance(daemon("publish", stream="s", symbols=[1, 2, 3]), AwaitSync)
@@ -139,18 +139,19 @@ def test_a_stream_being_created_answers_busy_and_counts_against_the_limit(tmp_pa
 
 
 def test_a_creation_over_max_state_bytes_is_refused_and_leaves_nothing(tmp_path):
-    size = Stream.create("probe", tmp_path, make_config("bytes", SMALL_BYTES), fsync=False).learner.state_bytes
+    # (small GLNN byte-model streams: their full size fits a budget of one and a half, as the bitwise model's does not)
+    size = STREAM_BYTES + resident_bytes(make_config(GLNN_BYTES, SMALL_GLNN))  # what the budget counts of a stream
     daemon = Daemon(tmp_path, max_state_bytes=size * 3 // 2)
     try:
-        daemon.create("a")
+        daemon.create("a", SMALL_GLNN, preset=GLNN_BYTES)
         assert isinstance(daemon("publish", stream="a", symbols=b"xy"), AwaitSync)  # at work: cannot hibernate
-        refused = daemon("create", stream="b", config=SMALL_BYTES)  # refused up front, nothing allocated
+        refused = daemon("create", stream="b", preset=GLNN_BYTES, config=SMALL_GLNN)  # refused up front
         assert refused.code == P.LIMIT and "max_state_bytes" in refused.message and "b" not in daemon.requests.creating
         # and a learner larger than its create foresaw is refused at registration, its files removed
         daemon.requests.creating["b"] = Pending(b"client", Request(id=99, op="create", stream="b"), t0=0.0)
         daemon.requests.reserved["b"] = 1  # its create foresaw one byte, and took it from the budget
         daemon.requests.budget.take(1)
-        stream = Stream.create("b", daemon.state.streams, make_config("bytes", SMALL_BYTES), fsync=False)
+        stream = Stream.create("b", daemon.state.streams, make_config(GLNN_BYTES, SMALL_GLNN), fsync=False)
         _, failure = daemon.requests.created(Created("b", stream))
         assert failure[0] == P.LIMIT and "max_state_bytes" in failure[1]
         assert stream.state is State.GONE and not stream.directory.exists()
@@ -186,19 +187,19 @@ def test_a_create_too_large_for_the_memory_budget_is_refused_before_anything_is_
 
 
 def test_streams_being_created_count_against_the_memory_budget(tmp_path):
-    size = STREAM_BYTES + resident_bytes(make_config("bytes", SMALL_BYTES))  # the learner, its stream's own bytes
+    size = STREAM_BYTES + resident_bytes(make_config(GLNN_BYTES, SMALL_GLNN))  # the learner, its stream's own bytes
     daemon = Daemon(tmp_path, max_state_bytes=size * 3 // 2)
     try:
-        first = daemon("create", stream="a", config=SMALL_BYTES)
+        first = daemon("create", stream="a", preset=GLNN_BYTES, config=SMALL_GLNN)
         assert isinstance(first, AwaitNamespace) and daemon.requests.reserved == {"a": size}
-        reply = daemon("create", stream="b", config=SMALL_BYTES)  # "a" is not registered yet, but it will be
+        reply = daemon("create", stream="b", preset=GLNN_BYTES, config=SMALL_GLNN)  # "a" is not registered yet
         assert reply.code == P.LIMIT and "max_state_bytes" in reply.message and not daemon.requests.creating.get("b")
         stream = Stream.create("a", daemon.state.streams, first.job.config, fsync=False)
         assert daemon.requests.created(Created("a", stream))[1] is None and not daemon.requests.reserved
         assert isinstance(daemon("publish", stream="a", symbols=b"xy"), AwaitSync)
-        assert daemon("create", stream="b", config=SMALL_BYTES).code == P.LIMIT  # now "a" holds it, at work
+        assert daemon("create", stream="b", preset=GLNN_BYTES, config=SMALL_GLNN).code == P.LIMIT  # "a" holds it
         stream.syncing = 0  # its batch synced and (say) learned: idle, it can hibernate to make room
-        waits = daemon("create", stream="b", config=SMALL_BYTES)  # accepted, but nothing is allocated before it does
+        waits = daemon("create", stream="b", preset=GLNN_BYTES, config=SMALL_GLNN)  # nothing allocated before it does
         assert isinstance(waits, AwaitRoom) and waits.job.state_bytes == size and daemon.requests.budget.held == size
     finally:
         daemon.close()
@@ -227,14 +228,24 @@ def test_exist_ok_finds_a_stream_an_earlier_seqd_made_with_the_preset(daemon, ve
     ends), 0.16 (tables of a fixed size, 1 MiB of history) or 0.18 (every voted symbol's context weights
     stepped) with the "bytes" preset is that preset's stream,
     as it was made."""
-    made = {**before, **SMALL_BYTES}  # the model that seqd made for "bytes" with these settings
-    daemon.create("old", made)
-    again = daemon("create", stream="old", exist_ok=True, preset="bytes", config=SMALL_BYTES)
+    made = {**before, **SMALL_GLNN}  # the model that seqd made for "bytes" with these settings
+    daemon.create("old", made, preset=GLNN_BYTES)
+    again = daemon("create", stream="old", exist_ok=True, preset="bytes", config=SMALL_GLNN)
     assert again.ok and again.result["created"] is False
     assert {k: again.result["config"][k] for k in before} == {k: made[k] for k in before}
     assert daemon("create", stream="old", exist_ok=True, preset="glnn").code == P.STREAM_EXISTS
     assert daemon("create", stream="old", exist_ok=True, preset="bytes",
-                  config={**SMALL_BYTES, "units": 6}).code == P.STREAM_EXISTS
+                  config={**SMALL_GLNN, "units": 6}).code == P.STREAM_EXISTS
+    assert daemon("create", stream="old", exist_ok=True, preset="bytes", config=SMALL_BYTES).code == P.STREAM_EXISTS
+
+
+def test_exist_ok_finds_a_bytes_stream_seqd_0_21_made_with_the_glnn_byte_model(daemon):
+    """A stream seqd 0.21 made as "bytes" holds bytes-12, the GLNN byte model: a create that names "bytes" with
+    exist_ok finds it, and it keeps its model; a new "bytes" stream gets the bitwise model."""
+    daemon.create("old", SMALL_GLNN, preset=GLNN_BYTES)
+    again = daemon("create", stream="old", exist_ok=True, preset="bytes", config=SMALL_GLNN)
+    assert again.ok and again.result["created"] is False and again.result["config"]["context_bits"] == 10
+    assert type(daemon.create("new").config).__name__ == "BitsConfig"
 
 
 @pytest.mark.parametrize("before", [

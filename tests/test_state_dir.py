@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from seqd.core.bits import BitsLearner
 from seqd.core.online import OnlineLearner
 from seqd.daemon import stream_meta, wal
 from seqd.daemon.config import ServeConfig
@@ -47,7 +48,7 @@ from seqd.daemon.state_dir import StateDirectory
 from seqd.daemon.waiters import Waiters
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon_harness import SMALL_BYTES, Caller, ThreadServer, snapshot_as_version  # noqa: E402
+from daemon_harness import GLNN_BYTES, SMALL_BYTES, SMALL_GLNN, Caller, ThreadServer, snapshot_as_version  # noqa: E402
 
 CASES = 240
 SLOW_CASES = 1200
@@ -56,9 +57,10 @@ SENTINEL = "sentinel"
 # the victims: (name, preset, config, symbols' alphabet, snapshot version or None for no snapshot)
 VICTIMS = [
     ("bytes", "bytes", SMALL_BYTES, 256, 4),
-    ("bytes-v1", "bytes", SMALL_BYTES, 256, 1),
-    ("bytes-v2", "bytes", SMALL_BYTES, 256, 2),
-    ("bytes-v3", "bytes", SMALL_BYTES, 256, 3),
+    ("glnn-bytes", GLNN_BYTES, SMALL_GLNN, 256, 4),  # the GLNN byte model ("bytes" until seqd 0.21)
+    ("bytes-v1", GLNN_BYTES, SMALL_GLNN, 256, 1),  # streams' snapshots of versions 1-3 held GLNN learners only
+    ("bytes-v2", GLNN_BYTES, SMALL_GLNN, 256, 2),
+    ("bytes-v3", GLNN_BYTES, SMALL_GLNN, 256, 3),
     ("unsnapshotted", "bytes", SMALL_BYTES, 256, None),
     ("ctw", "ctw", {"depth": 8, "node_bits": 10}, 256, 4),
     ("glnn", "glnn", {"units": 4, "degree": 2, "alphabet_cap": 32}, 32, 4),
@@ -347,21 +349,20 @@ def mutate(state: Path, victim: str, rng) -> str:
     return f"streams folder: {leftover}"
 
 
-LEARNERS: weakref.WeakSet = weakref.WeakSet()  # every GLNN learner made while a test here runs
+LEARNERS: weakref.WeakSet = weakref.WeakSet()  # every byte-model learner made while a test here runs
 
 
 @pytest.fixture(autouse=True)
 def tracked_learners(monkeypatch):
-    real = OnlineLearner.__init__
-
-    def init(self, *args, **kwargs):
-        real(self, *args, **kwargs)
-        LEARNERS.add(self)
-    monkeypatch.setattr(OnlineLearner, "__init__", init)
+    for kind in (OnlineLearner, BitsLearner):
+        def init(self, *args, _real=kind.__init__, **kwargs):
+            _real(self, *args, **kwargs)
+            LEARNERS.add(self)
+        monkeypatch.setattr(kind, "__init__", init)
 
 
 def learners_alive() -> int:
-    """The GLNN learners still in memory, without a collection of our own: what a refused restore allocated
+    """The byte-model learners still in memory, without a collection of our own: what a refused restore allocated
     must be gone by the time the restore returns (the daemon collects what a failure left in cycles)."""
     return len(LEARNERS)
 
@@ -446,25 +447,29 @@ def with_meta(state: Path, victim: str, **changes) -> None:
     path.write_text(json.dumps(meta))
 
 
-@pytest.mark.parametrize("changes, reason", [
-    (dict(name=5), "not a stream name"),
-    (dict(name="../../evil"), "not a stream name"),
-    (dict(name=SENTINEL), f"names stream '{SENTINEL}', but its folder is 'bytes'"),
-    (dict(context_bits=26), "context_bits = 26 is above what this daemon serves"),
-    (dict(window=10 ** 7), "window = 10000000 is above"),
-    (dict(units=20000), "units = 20000 is above"),
-    (dict(history_bits=30), "history_bits = 30 is above"),
-    (dict(units="4"), "is not of its type"),
+@pytest.mark.parametrize("victim, changes, reason", [
+    ("bytes", dict(name=5), "not a stream name"),
+    ("bytes", dict(name="../../evil"), "not a stream name"),
+    ("bytes", dict(name=SENTINEL), f"names stream '{SENTINEL}', but its folder is 'bytes'"),
+    ("bytes", dict(table_bits=22), "table_bits = 22 is above what this daemon serves"),
+    ("bytes", dict(history_bits=30), "history_bits = 30 is above"),
+    ("bytes", dict(units=20000), "need 0 <= units <= 64"),
+    ("bytes", dict(context_bits=16), "unexpected keyword argument 'context_bits'"),  # another model's setting
+    ("glnn-bytes", dict(context_bits=26), "context_bits = 26 is above what this daemon serves"),
+    ("glnn-bytes", dict(window=10 ** 7), "window = 10000000 is above"),
+    ("glnn-bytes", dict(units=20000), "units = 20000 is above"),
+    ("glnn-bytes", dict(units="4"), "is not of its type"),
 ])
-def test_a_hostile_stream_json_is_refused_before_anything_is_allocated(pristine, expected, tmp_path, changes, reason):
-    state = case_dir(pristine, tmp_path, "bytes")
-    with_meta(state, "bytes", **changes)
+def test_a_hostile_stream_json_is_refused_before_anything_is_allocated(pristine, expected, tmp_path, victim, changes,
+                                                                       reason):
+    state = case_dir(pristine, tmp_path, victim)
+    with_meta(state, victim, **changes)
     gc.collect()
     before = learners_alive()
     requests = restore(state)
-    assert reason in requests.unavailable["bytes"] and "stream.json" in requests.unavailable["bytes"]
+    assert reason in requests.unavailable[victim] and "stream.json" in requests.unavailable[victim]
     assert fingerprint(requests.streams[SENTINEL]) == expected[SENTINEL]
-    assert learners_alive() == before  # (the sentinel is a CTW model; the victim's GLNN was never built)
+    assert learners_alive() == before  # (the sentinel is a CTW model; the victim's learner was never built)
 
 
 def test_a_number_that_overflows_to_infinity_is_refused(pristine, tmp_path):

@@ -110,11 +110,11 @@ def decode_bit(st, data, p16):
 @inline_kernel
 def _byte(st, hyper, symbol, cst, buf, decoding):
     """Code byte ``symbol`` (or, ``decoding``, find it from the coder reading ``buf``) and learn it; returns it."""
-    start_byte(st)
+    start_byte(st, hyper)
     c0 = 1
     for bit in range(7, -1, -1):
         if bit == 3:
-            find_buckets(st, c0)
+            find_buckets(st, hyper, c0)
         p16 = probability(st, hyper, c0, bit)
         if decoding:
             y = decode_bit(cst, buf, p16)

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..kit.numbers import NUMBER_BUCKETS, NUMBER_CONTEXTS, NUMBER_DIGITS
 from ..settings import integers, numbers
-from .versions import PRESET, PRESETS, UNWRITTEN  # noqa: F401  (the presets' table: versions.py)
+from .versions import UNWRITTEN
 
 MAX_STATE_BYTES = 1 << 32  # a configuration whose tables would hold more is refused
 
@@ -36,6 +37,7 @@ WEIGHT, ADDED_WEIGHT = 0.15, 0.05  # the mixers' initial weights: of the first I
 # in a row (high byte)
 BUCKET = 32
 TAG_AT, HISTORY_AT, RUN_AT = 0, 16, 24
+SPLIT_AT = 25  # revision 3: the bits of its context's hash that tell which half it goes to when its table doubles
 
 # the mixers' weight sets, stacked in one array: selected by the partial byte (256 rows), by the match model's
 # length and the number of deterministic sources (16 x 16 x 8 bit positions; revision 1 only), by field and
@@ -51,21 +53,28 @@ FINAL_ROWS = 8 * 4  # the final mixer: by bit position and match state
 # rows) and by a hash of the order-2 one (2^apm2_bits rows)
 APM_POINTS = 33
 APM1_ROWS = 1 << 16
+APM_BLOCK = 256  # a map's rows come in blocks of 256, one per partial byte
+
+# revision 3's tables that grow (``kit/growth.py``), the rows of ``BitsState.grown``: each source's buckets, the
+# match table, the two number tables (those three by the keys they hold), then the two maps' blocks and the
+# fourth mixer's rows (by the stream's position: MAP_SPAN bytes a block, PAIR_SPAN a row)
+GROWN_MATCH = SOURCES
+GROWN_NUMBERS = SOURCES + 1  # and SOURCES + 2: one row per number table
+GROWN_MAP1, GROWN_MAP2, GROWN_PAIRS = SOURCES + 3, SOURCES + 4, SOURCES + 5
+GROWN_ROWS = SOURCES + 6
+FIRST_MAP_BLOCKS = 2  # log2 of a map's blocks at the start (4 of 256 rows); they grow to 2^8 (map 1), 2^(apm2_bits - 8)
+FIRST_PAIR_ROWS = 8  # log2 of the fourth mixer's rows at the start; they grow to 2^13
+MAP_SPAN = 1024  # bytes seen per map block, before a map doubles
+PAIR_SPAN = 16  # bytes seen per row of the fourth mixer, before its rows double
 
 MATCH_MIN = 6  # the match model's shortest match, also the length of its hashed context
 MATCH_LONGEST = 32  # the longest length it verifies back on finding a candidate
 MATCH_BUCKETS = 64
 RUN_BUCKETS = 14  # a run's hit rate is kept by its length: 1..7 one by one, then 8-11, 12-15, 16-31, 32-63, ...
 
-# the number model (as ``online/numbers.py``, voting for one predicted byte): its contexts and table columns
-NUMBER_CONTEXTS = (9, 4)
-NUMBER_DIGITS = 18
-NUMBER_STREAK = 3
-NUMBER_POSITIONS = 17
-NUMBER_BUCKETS = NUMBER_POSITIONS * (NUMBER_STREAK + 1)
-NUMBER_TABLE_BITS = 16
-N_TAG, N_LAST, N_CHANGE, N_LENGTH, N_AFTER, N_STREAK = range(6)
-N_KEY, N_KEYED, N_RUN, N_VALUE, N_PREDICTED, N_ON_TRACK, N_STREAK_NOW = range(7)
+# the number model (``kit/numbers.py``, voting for one predicted byte): its scalars, the shared predictor's
+# (N_KEY ... N_ON_TRACK) and the streak of the entry the prediction came from
+N_STREAK_NOW = 6
 NUMBER_INTS = 7
 
 FIELDS = 64  # fields of a line the field column tells apart
@@ -82,8 +91,8 @@ class BitsConfig:
 
     alphabet_cap: int = 256  # bytes: the model codes 8 binary decisions a symbol
     table_bits: int = 18  # log2 of each context source's buckets (64 bytes each)
-    history_bits: int = 22  # log2 of the history ring (bytes) the match model copies from
-    match_bits: int = 20  # log2 of the match model's table of positions
+    history_bits: int = 26  # log2 of the history ring (bytes) the match model copies from
+    match_bits: int = 22  # log2 of the match model's table of positions
     rate: float = 0.02  # the mixers' first learning rate ...
     rate_floor: float = 0.002  # ... which decays to this one ...
     rate_bits: float = 200000.0  # ... as rate_bits / (rate_bits + bits seen)
@@ -93,9 +102,15 @@ class BitsConfig:
     apm_weight: float = 0.5  # the maps' share of the final probability
     # the formulas' revision: 1 as seqd 0.20 wrote them (each squash by exp, the order-2 map's rows hashed with the
     # partial byte); 2: squash by interpolation in a table (``tables.py``), the order-2 map's rows in blocks of 256,
-    # one block per hashed pair of bytes, the partial byte the row within it
-    revision: int = 2
+    # one block per hashed pair of bytes, the partial byte the row within it; 3: tables that can grow (each
+    # bucket keeps the bits it splits by, the number tables their keys' top bits, the match table seqd's common
+    # hash), the maps hold probabilities, interpolated as every map of seqd is (``kit/maps.py``)
+    revision: int = 3
     apm2_bits: int = 16  # log2 of the order-2 map's rows
+    table_growth: bool = True  # revision 3: every table starts small and grows with the stream (``growth.py``)
+    table_ways: int = 4  # revision 3, with table_growth: a context may take any of the buckets of its set of these
+    table_fill: int = 4  # ... and a table of keys doubles when more than 1/table_fill of its slots are taken
+    number_bits: int = 16  # log2 of each number table's slots (at most, with table_growth)
     runs: bool = True  # each source's run (the byte its context saw last, and how often in a row) votes: revision 2
     units: int = 4  # the GLNN's recurrent units (``units.py``; 0: none): revision 2
     unit_degree: int = 3
@@ -109,16 +124,26 @@ class BitsConfig:
 
     def __post_init__(self):
         integers(self, "alphabet_cap", "table_bits", "history_bits", "match_bits", "slot_limit", "history_limit",
-                 "revision", "apm2_bits", "units", "unit_degree", "unit_window", "seed")
+                 "revision", "apm2_bits", "units", "unit_degree", "unit_window", "number_bits", "table_ways",
+                 "table_fill", "seed")
         numbers(self, "rate", "rate_floor", "rate_bits", "apm_rate", "apm_weight", "unit_input_scale",
                 "unit_writing_discount", "unit_writing_prior", "unit_metric_discount", "unit_metric_prior")
-        if not isinstance(self.runs, (bool, np.bool_)):
-            raise ValueError(f"runs must be true or false, got {self.runs!r}")
-        object.__setattr__(self, "runs", bool(self.runs))
-        if self.revision not in (1, 2):
-            raise ValueError(f"revision must be 1 or 2, got {self.revision}")
+        for name in ("runs", "table_growth"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+            object.__setattr__(self, name, bool(getattr(self, name)))
+        if self.revision not in (1, 2, 3):
+            raise ValueError(f"revision must be 1, 2 or 3, got {self.revision}")
         if self.revision == 1 and (self.runs or self.units):
             raise ValueError("runs and units need revision 2 (revision 1 is seqd 0.20's model, which had neither)")
+        if self.table_growth and self.revision < 3:
+            raise ValueError("table_growth needs revision 3 (the buckets of revisions 1 and 2 cannot split)")
+        if self.table_ways not in (1, 2, 4) or not 2 <= self.table_fill <= 64 \
+                or (not self.table_growth and (self.table_ways, self.table_fill) != (1, 4)):
+            raise ValueError(f"table_ways must be 1, 2 or 4 and table_fill in [2, 64], each as it is (1, 4) without "
+                             f"table_growth; got {self.table_ways} and {self.table_fill}")
+        if not 10 <= self.number_bits <= 24 or (self.revision < 3 and self.number_bits != 16):
+            raise ValueError(f"number_bits must be in [10, 24] (16 before revision 3), got {self.number_bits}")
         if not 10 <= self.apm2_bits <= 24:
             raise ValueError(f"apm2_bits must be in [10, 24], got {self.apm2_bits}")
         if not 0 <= self.units <= 64 or (self.units and not 1 <= self.unit_degree <= self.units) \
@@ -163,16 +188,15 @@ class BitsConfig:
 
 HYPER = ("rate", "rate_floor", "rate_bits", "slot_limit", "history_limit", "apm_rate", "apm_weight", "revision",
          "apm2_bits", "unit_input_scale", "unit_writing_discount", "unit_writing_prior", "unit_metric_discount",
-         "unit_metric_prior")
+         "unit_metric_prior", "table_growth", "table_ways", "table_fill", "table_bits", "match_bits", "number_bits")
 (RATE, RATE_FLOOR, RATE_BITS, SLOT_LIMIT, HISTORY_LIMIT, APM_RATE, APM_WEIGHT, REVISION, APM2_BITS, UNIT_INPUT_SCALE,
- UNIT_WRITING_DISCOUNT, UNIT_WRITING_PRIOR, UNIT_METRIC_DISCOUNT, UNIT_METRIC_PRIOR) = range(len(HYPER))
+ UNIT_WRITING_DISCOUNT, UNIT_WRITING_PRIOR, UNIT_METRIC_DISCOUNT, UNIT_METRIC_PRIOR, TABLE_GROWTH, TABLE_WAYS,
+ TABLE_FILL, TABLE_BITS, MATCH_BITS, NUMBER_BITS) = range(len(HYPER))
 
 
 def state_shapes(config: BitsConfig) -> dict:
-    """(shape, dtype) of every array of a learner of ``config`` (``state.BitsState``), in snapshot order: seqd
-    0.20's arrays, then those of the runs and the units (empty without them: a snapshot of 0.20 lacks them)."""
-    from .units import unit_shapes
-
+    """(shape, dtype) of every array of a learner of ``config`` (``state.BitsState``): seqd 0.20's arrays, then
+    those of the runs and the units (empty without them: a snapshot of 0.20 lacks them), then revision 3's."""
     i, f, u16 = np.dtype(np.int64), np.dtype(np.float64), np.dtype(np.uint16)
     f32, u8 = np.dtype(np.float32), np.dtype(np.uint8)
     S = SOURCES
@@ -181,7 +205,8 @@ def state_shapes(config: BitsConfig) -> dict:
     revised = 1 if config.revision >= 2 else 0
     return {
         "code_of": ((config.alphabet_cap,), i), "symbol_of": ((config.alphabet_cap + 1,), i),
-        "ints": ((INTS,), i), "fields": ((2, FIELDS + 2), i),
+        "ints": ((INTS,), i), "grown": ((GROWN_ROWS if config.table_growth else 0, 2), i),
+        "fields": ((2, FIELDS + 2), i),
         "hist": ((1 << config.history_bits,), u8), "followers": ((1 << 16,), u8),
         "buckets": ((S, 1 << config.table_bits, BUCKET), u16),
         "history_p": ((S, 256), f), "history_n": ((S, 256), f),
@@ -189,7 +214,7 @@ def state_shapes(config: BitsConfig) -> dict:
         "apm1": ((APM1_ROWS, APM_POINTS), f32), "apm2": ((1 << config.apm2_bits, APM_POINTS), f32),
         "match_table": ((1 << config.match_bits,), i), "match_p": ((MATCH_BUCKETS, 2), f),
         "match_n": ((MATCH_BUCKETS, 2), f),
-        "number_table": ((len(NUMBER_CONTEXTS), 1 << NUMBER_TABLE_BITS, 6), i),
+        "number_table": ((len(NUMBER_CONTEXTS), 1 << config.number_bits, 6), i),
         "number_int": ((len(NUMBER_CONTEXTS), NUMBER_INTS), i),
         "number_digits": ((len(NUMBER_CONTEXTS), NUMBER_DIGITS + 2), i),
         "number_p": ((len(NUMBER_CONTEXTS), NUMBER_BUCKETS), f),
@@ -205,6 +230,30 @@ def state_shapes(config: BitsConfig) -> dict:
         "run_p": ((R, RUN_BUCKETS, 2), f), "run_n": ((R, RUN_BUCKETS, 2), f),
         "runs": ((R + 1 if R else 0, 3), i), "run_stretch": ((R, 2), f),
         **unit_shapes(config),
+        # work, revision 3: whether each source's bucket for each nibble of the byte was empty when taken
+        "fresh": ((2, S) if config.table_growth else (0, 0), i),
+    }
+
+
+# positions in ``unit_reals`` and ``unit_ints`` (``units.py``)
+ETA_TAU, WINDOW_GAIN, UNIT_REALS = range(3)
+AT, WINDOWS, REJECTED, NONFINITE, UNIT_INTS = range(5)
+
+
+def unit_shapes(config: BitsConfig) -> dict:
+    """(shape, dtype) of the units' arrays (``units.Units``): empty without units."""
+    N1 = config.units + 1 if config.units else 0
+    D = config.unit_degree + 1 if config.units else 0
+    K = config.unit_window if config.units else 0
+    Y = 256 if config.units else 0
+    i, f = np.dtype(np.int64), np.dtype(np.float64)
+    return {
+        "unit_inputs": ((N1, D), i), "unit_tau": ((Y, N1, D), f), "unit_V": ((K + 1 if N1 else 0, N1), f),
+        "unit_a": ((K + 1 if N1 else 0, N1), f), "unit_x": ((K + 1 if N1 else 0,), i), "unit_v": ((Y, N1), f),
+        "unit_h0": ((Y, N1), f), "unit_hd": ((Y, N1), f), "unit_G": ((Y, N1, D), f),
+        "unit_metric": ((Y, N1, D, D), f), "unit_updates": ((Y, N1), i),
+        "unit_work": ((4, K + 3 if N1 else 0, max(N1, 2 * D)), f), "unit_saved": ((K, N1, D), f),
+        "unit_reals": ((UNIT_REALS if N1 else 0,), f), "unit_ints": ((UNIT_INTS if N1 else 0,), i),
     }
 
 

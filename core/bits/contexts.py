@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import inline_kernel
-from ..online.hashing import absorb
+from ..kit.hashing import absorb
 from .config import (COLUMN, FIELD, FIELD_ABOVE, FIELD_COLUMN, FIELD_START, FIELDS, INDIRECT, LINE_START, ORDERS,
                      POS, PREV_FIELDS, PREV_LINE_LEN, PREV_LINE_START, PREV_WORD, SAME, WORD, WORD_HASH)
 

@@ -55,11 +55,14 @@ import numpy as np
 
 from ..jit import inline_kernel
 from ..kernels.elementary import exp, log2
-from ..online.hashing import absorb, finalize, log2_ceil
-from .config import (APM2_BITS, APM_RATE, APM_WEIGHT, BIAS, BIAS_INPUT, BITS_SEEN, BUCKET, FIELD, FIELD_START,
-                     HISTORY_AT, HISTORY_LIMIT, MATCH_BYTE, MATCH_INPUT, MATCH_LEN, MIXERS, NUMBER_BUCKET,
-                     NUMBER_BYTE, NUMBER_INPUT, NUMBER_J, POS, RATE, RATE_BITS, RATE_FLOOR, REVISION, SAME, SET_START,
-                     SET_START_2, SLOT_LIMIT, TAG_AT, UNIT_INPUT)
+from ..kit.growth import BITS, set_of, split_word
+from ..kit.hashing import absorb, finalize
+from ..kit.maps import between, knot, step_knot
+from .config import (APM2_BITS, APM_POINTS, APM_RATE, APM_WEIGHT, BIAS, BIAS_INPUT, BITS_SEEN, BUCKET, FIELD,
+                     FIELD_START, GROWN_MAP1, GROWN_MAP2, GROWN_PAIRS, HISTORY_AT, HISTORY_LIMIT, MATCH_BYTE,
+                     MATCH_INPUT, MATCH_LEN, MIXERS, NUMBER_BUCKET, NUMBER_BYTE, NUMBER_INPUT, NUMBER_J, POS, RATE,
+                     RATE_BITS, RATE_FLOOR, REVISION, SAME, SET_START, SET_START_2, SLOT_LIMIT, SPLIT_AT, TABLE_BITS,
+                     TABLE_WAYS, TAG_AT, UNIT_INPUT)
 from .contexts import back
 from .predicted import agrees
 from .runs import learn_runs, run_input
@@ -87,39 +90,94 @@ def stretch_of(table, p):
 
 
 @inline_kernel
-def _bucket_and_tag(ctx, c0, bits):
-    """The bucket (of 2^bits) and the non-zero 16-bit check tag of a context hash with the partial byte c0."""
-    z = finalize(absorb(ctx, c0))
+def _bucket_and_tag(z, bits):
+    """The bucket (of 2^bits) and the non-zero 16-bit check tag of the hash z of a context with a partial byte."""
     return np.int64(z >> np.uint64(64 - bits)), np.uint16((z >> np.uint64(8)) & np.uint64(0xFFFF)) | np.uint16(1)
 
 
 @inline_kernel
-def find_buckets(st, c0):
+def _source_bits(st, j, full):
+    """log2 of source j's buckets in use: its table's whole size (``full``), or as far as it has grown."""
+    return st.grown[j, BITS] if st.grown.shape[0] > 0 else full
+
+
+@inline_kernel
+def way_bits(hyper):
+    """log2 of the buckets in a set (``table_ways``: 1, 2 or 4)."""
+    ways = hyper[TABLE_WAYS]
+    return 2 if ways == 4.0 else (1 if ways == 2.0 else 0)
+
+
+@inline_kernel
+def _in_set(buckets, j, z, bits, tag, ways):
+    """With ``table_growth``: the bucket of source j holding the context of hash z (its ``tag``) in its set of
+    2^ways (of 2^bits buckets), or -2 - b for the bucket b it would take: an empty one, else the one whose first
+    node has seen fewer bits (PAQ's replacement by priority)."""
+    first = set_of(z, bits, ways)
+    weakest = -1
+    least = 1 << 30
+    for b in range(first, first + (1 << ways)):
+        held = buckets[j, b, TAG_AT]
+        if held == tag:
+            return b
+        seen = 0 if held == 0 else _seen(buckets[j, b, HISTORY_AT])
+        if seen < least:
+            least = seen
+            weakest = b
+    return -2 - weakest
+
+
+@inline_kernel
+def _seen(word):
+    """n0 + n1 of the bit history of a bucket's node 1 (the high byte of its first history word)."""
+    h = np.int64(word) >> 8
+    return (h >> 4) + (h & 15)
+
+
+@inline_kernel
+def find_buckets(st, hyper, c0):
     """Each source's bucket for its context and the nibble seen so far (c0 = 1 at bit 7, 16..31 at bit 3), into
     ``st.bucket[0]`` or ``[1]``: its index b where the bucket's check tag is this context's, else -2 - b (no
-    bucket yet: :func:`claim` takes b over once the byte is known).  Nothing is written to the tables."""
-    buckets, ctx, bucket = st.buckets, st.ctx, st.bucket[0 if c0 < 16 else 1]
-    bits = log2_ceil(buckets.shape[1])
+    bucket yet: :func:`claim` takes b over once the byte is known).  Revision 3 looks in the context's set of
+    buckets (:func:`_in_set`).  Nothing is written to the tables."""
+    buckets, ctx, nibble = st.buckets, st.ctx, 0 if c0 < 16 else 1
+    bucket = st.bucket[nibble]
+    full = np.int64(hyper[TABLE_BITS])  # log2 of the tables' buckets
+    sets = st.fresh.shape[0] > 0
+    ways = way_bits(hyper)
     for j in range(buckets.shape[0]):
-        b, tag = _bucket_and_tag(ctx[j], c0, bits)
-        bucket[j] = b if buckets[j, b, TAG_AT] == tag else -2 - b
+        z = finalize(absorb(ctx[j], c0))
+        bits = _source_bits(st, j, full)
+        b, tag = _bucket_and_tag(z, bits)
+        if sets:
+            bucket[j] = _in_set(buckets, j, z, bits, tag, ways)
+            st.fresh[nibble, j] = 0
+        else:
+            bucket[j] = b if buckets[j, b, TAG_AT] == tag else -2 - b
 
 
 @inline_kernel
 def claim(st, c0):
     """Before a nibble's bits are learned: each source without a bucket for it (:func:`find_buckets`) takes
-    over the one its context hashes to, cleared (its previous context's nodes are lost)."""
-    buckets, ctx, bucket = st.buckets, st.ctx, st.bucket[0 if c0 < 16 else 1]
-    bits = log2_ceil(buckets.shape[1])
+    over the one found for it, cleared (the context it held, if any, is lost).  Revision 3 keeps in the
+    bucket the bits its table splits by, and counts (``st.fresh``) whether the bucket was empty."""
+    buckets, ctx, nibble = st.buckets, st.ctx, 0 if c0 < 16 else 1
+    bucket = st.bucket[nibble]
+    sets = st.fresh.shape[0] > 0
     for j in range(buckets.shape[0]):
         if bucket[j] >= 0:
             continue
-        b, tag = _bucket_and_tag(ctx[j], c0, bits)
-        buckets[j, b, TAG_AT] = tag
+        b = -2 - bucket[j]
+        z = finalize(absorb(ctx[j], c0))
+        if sets:
+            st.fresh[nibble, j] = 1 if buckets[j, b, TAG_AT] == 0 else 0
+        buckets[j, b, TAG_AT] = np.uint16((z >> np.uint64(8)) & np.uint64(0xFFFF)) | np.uint16(1)
         for q in range(1, HISTORY_AT):
             buckets[j, b, q] = 32768
         for q in range(HISTORY_AT, BUCKET):
             buckets[j, b, q] = 0
+        if sets:
+            buckets[j, b, SPLIT_AT] = split_word(z)
         bucket[j] = b
 
 
@@ -212,7 +270,8 @@ def probability(st, hyper, c0, bit):
     rows[1] = start[1] + (min(mb, 15) * 16 + min(deterministic, 15)) * 8 + (7 - bit)  # revision 1's only
     rows[2] = start[2] + (f * 8 + pos) * 2 + ints[SAME]
     pair = finalize(absorb(np.uint64(last), before))  # the last two bytes hashed: the fourth mixer's and map 2's
-    rows[3] = start[3] + np.int64(pair >> np.uint64(51))
+    growing = st.grown.shape[0] > 0
+    rows[3] = start[3] + np.int64(pair >> np.uint64(64 - (st.grown[GROWN_PAIRS, BITS] if growing else 13)))
     w = st.weights
     if revised:  # three mixers, each dot product in four lanes
         out[0] = min(max(_dot4(w[rows[0]], inputs), -CLAMP), CLAMP)
@@ -236,23 +295,33 @@ def probability(st, hyper, c0, bit):
     pm = squash_fast(x) if revised else squash(x)
     out[MIXED] = pm
     # the probability maps
-    xs = min(max(x, -7.999), 7.999)
-    at = (xs + 8.0) * 2.0
-    lo = np.int64(at)
-    frac = at - lo
+    apm2_bits = np.int64(hyper[APM2_BITS])
+    if hyper[REVISION] >= 3.0:  # blocks of 256 rows by the last byte's top bits and by the hashed pair's, as far as
+        # the maps have grown; each row the probabilities at its knots (kit/maps.py)
+        lo, frac = knot((min(max(x, -8.0), 8.0) + 8.0) * 2.0, APM_POINTS)
+        blocks1 = st.grown[GROWN_MAP1, BITS] if growing else 8
+        blocks2 = st.grown[GROWN_MAP2, BITS] if growing else apm2_bits - 8
+        r1 = c0 + 256 * (last >> (8 - blocks1))
+        r2 = (np.int64(pair >> np.uint64(64 - blocks2)) << 8) | c0
+        a1 = between(st.apm1[r1], lo, frac)
+        a2 = between(st.apm2[r2], lo, frac)
+    else:  # offsets from the identity, apm_base
+        xs = min(max(x, -7.999), 7.999)
+        at = (xs + 8.0) * 2.0
+        lo = np.int64(at)
+        frac = at - lo
+        r1 = c0 + 256 * last
+        if revised:  # a block of 256 rows per hashed pair of bytes, the row c0 in it: a byte's 8 rows are near
+            r2 = (np.int64(pair >> np.uint64(72 - apm2_bits)) << 8) | c0
+        else:
+            r2 = np.int64(finalize(absorb(absorb(np.uint64(c0), last), before)) >> np.uint64(64 - apm2_bits))
+        base = st.apm_base[lo] * (1.0 - frac) + st.apm_base[lo + 1] * frac
+        a1 = base + st.apm1[r1, lo] * (1.0 - frac) + st.apm1[r1, lo + 1] * frac
+        a2 = base + st.apm2[r2, lo] * (1.0 - frac) + st.apm2[r2, lo + 1] * frac
     rows[APM_LO] = lo
     out[APM_FRACTION] = frac
-    r1 = c0 + 256 * last
-    apm2_bits = np.int64(hyper[APM2_BITS])
-    if revised:  # a block of 256 rows per hashed pair of bytes, the row c0 in it: a byte's 8 rows are near
-        r2 = (np.int64(pair >> np.uint64(72 - apm2_bits)) << 8) | c0
-    else:
-        r2 = np.int64(finalize(absorb(absorb(np.uint64(c0), last), before)) >> np.uint64(64 - apm2_bits))
     rows[APM1_ROW] = r1
     rows[APM2_ROW] = r2
-    base = st.apm_base[lo] * (1.0 - frac) + st.apm_base[lo + 1] * frac
-    a1 = base + st.apm1[r1, lo] * (1.0 - frac) + st.apm1[r1, lo + 1] * frac
-    a2 = base + st.apm2[r2, lo] * (1.0 - frac) + st.apm2[r2, lo + 1] * frac
     a = hyper[APM_WEIGHT]
     pf = (1.0 - a) * pm + a * 0.5 * (a1 + a2)
     p16 = min(max(np.int64(pf * 65536.0), 1), 65535)
@@ -360,8 +429,15 @@ def learn_bit(st, hyper, bit, y):
     lo = rows[APM_LO]
     frac = out[APM_FRACTION]
     ar = hyper[APM_RATE]
-    _map_step(st.apm1, rows[APM1_ROW], lo, frac, st.apm_base, ar, y)
-    _map_step(st.apm2, rows[APM2_ROW], lo, frac, st.apm_base, ar, y)
+    if hyper[REVISION] >= 3.0:
+        map1, map2 = st.apm1[rows[APM1_ROW]], st.apm2[rows[APM2_ROW]]
+        step_knot(map1, lo, ar, 1.0 - frac, y)
+        step_knot(map1, lo + 1, ar, frac, y)
+        step_knot(map2, lo, ar, 1.0 - frac, y)
+        step_knot(map2, lo + 1, ar, frac, y)
+    else:
+        _map_step(st.apm1, rows[APM1_ROW], lo, frac, st.apm_base, ar, y)
+        _map_step(st.apm2, rows[APM2_ROW], lo, frac, st.apm_base, ar, y)
     if revised:
         c0 = rows[C0_ROW]
         un = units_of(st)

@@ -7,25 +7,26 @@ from ..jit import inline_kernel, kernel
 from ..kernels.elementary import log
 from . import contexts, predicted
 from .config import POS
+from .growth import grow
 from .mixing import claim, code_length, find_buckets, learn_bit, probability, squash
 from .runs import observe_runs, read_runs
 from .units import advance
 
 
 @inline_kernel
-def start_byte(st):
+def start_byte(st, hyper):
     """What a byte's bits are predicted from: the sources' contexts, the match and number models' bytes, the
     high nibble's buckets and the runs in them."""
     contexts.locate(st)
     predicted.predict(st)
-    find_buckets(st, 1)
+    find_buckets(st, hyper, 1)
     read_runs(st)
 
 
 @inline_kernel
 def end_byte(st, hyper, symbol):
     """After the byte ``symbol``: the runs, the units' transition (and window), the sources' history and line
-    structure, the match and number models."""
+    structure, the match and number models; then the tables that grow, if any is due."""
     t = st.ints[POS]
     observe_runs(st, symbol)
     advance(st, hyper, symbol)
@@ -33,6 +34,7 @@ def end_byte(st, hyper, symbol):
     predicted.observe_match(st, symbol, t)
     predicted.observe_numbers(st, symbol, t)
     st.counts[0] += 1
+    grow(st, hyper)
 
 
 @kernel
@@ -42,12 +44,12 @@ def learn_buffer(st, hyper, x, bits):
     as it is scored: the next one is predicted by a model that knows it."""
     for i in range(x.shape[0]):
         symbol = x[i]
-        start_byte(st)
+        start_byte(st, hyper)
         c0 = 1
         total = 0.0
         for bit in range(7, -1, -1):
             if bit == 3:
-                find_buckets(st, c0)
+                find_buckets(st, hyper, c0)
             y = (symbol >> bit) & 1
             total += code_length(probability(st, hyper, c0, bit), y)
             if bit == 7 or bit == 3:

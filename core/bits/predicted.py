@@ -9,11 +9,14 @@ the number's digit position and streak).
   seen (a table of positions by their hash), checks back how long the match
   is (up to ``MATCH_LONGEST``), and predicts the byte that came next; the
   match grows while it keeps being right.
-* **The number model** is the 256-way model's number source
-  (``online/numbers.py``): for the last 9 (else 4) bytes before a number's
+* **The number model** is the predictor both byte models share
+  (``kit/numbers.py``): for the last 9 (else 4) bytes before a number's
   first digit, it keeps the last number seen there and its change from the
   one before, and predicts last + change, written with at least the last
   one's length, then the byte after it.
+
+With ``table_growth`` (revision 3) the match table and the number tables
+grow with the stream (``kit/growth.py``); ``st.grown`` holds their sizes.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import inline_kernel
-from ..online.hashing import absorb, finalize, log2_ceil
-from .config import (MATCH_BYTE, MATCH_LEN, MATCH_LONGEST, MATCH_MIN, MATCH_PTR, N_AFTER, N_CHANGE, N_KEY, N_KEYED,
-                     N_LAST, N_LENGTH, N_ON_TRACK, N_PREDICTED, N_RUN, N_STREAK, N_STREAK_NOW, N_TAG, N_VALUE,
-                     NUMBER_BUCKET, NUMBER_BYTE, NUMBER_CONTEXTS, NUMBER_DIGITS, NUMBER_J, NUMBER_POSITIONS,
-                     NUMBER_STREAK, NUMBER_TABLE_BITS)
+from ..kit.growth import BITS, TAKEN, match_hash, match_slot
+from ..kit.hashing import absorb, finalize, log2_ceil
+from ..kit.numbers import (N_ON_TRACK, N_PREDICTED, N_RUN, NUMBER_CONTEXTS, NUMBER_POSITIONS, NumberTables,
+                           observe_number)
+from .config import (GROWN_MATCH, GROWN_NUMBERS, MATCH_BYTE, MATCH_LEN, MATCH_LONGEST, MATCH_MIN, MATCH_PTR,
+                     N_STREAK_NOW, NUMBER_BUCKET, NUMBER_BYTE, NUMBER_J)
 from .contexts import back
 
 
@@ -60,7 +64,11 @@ def agrees(predicted, c0, bit):
 @inline_kernel
 def observe_match(st, symbol, t):
     """The match model after byte t (``symbol``, already in the history): the match grows or ends; without
-    one, the table gives the last position after the same ``MATCH_MIN`` bytes, checked back."""
+    one, the table gives the last position after the same ``MATCH_MIN`` bytes, checked back.
+
+    Revisions 1 and 2 hash those bytes with a seed of their own and keep the position after them; revision 3
+    hashes them as seqd's growing match tables do (``kit/growth.py``) and keeps that position plus one, in a
+    table of the size ``st.grown`` says."""
     ints, hist, table = st.ints, st.hist, st.match_table
     H = hist.shape[0]
     mask = H - 1
@@ -72,12 +80,18 @@ def observe_match(st, symbol, t):
             ints[MATCH_LEN] = 0
     if t + 1 < MATCH_MIN:
         return
-    h = np.uint64(0x9753)
-    for q in range(MATCH_MIN):
-        h = absorb(h, hist[(t - q) & mask])
-    slot = np.int64(finalize(h) >> np.uint64(64 - log2_ceil(table.shape[0])))
+    growing = st.grown.shape[0] > 0
+    if growing:
+        slot = match_slot(match_hash(hist, t + 1, MATCH_MIN), st.grown[GROWN_MATCH, BITS])
+        offset = 1  # an entry holds the position after its context plus one
+    else:
+        h = np.uint64(0x9753)
+        for q in range(MATCH_MIN):
+            h = absorb(h, hist[(t - q) & mask])
+        slot = np.int64(finalize(h) >> np.uint64(64 - log2_ceil(table.shape[0])))
+        offset = 0  # an entry holds the position after its context, counted from 1
     if ints[MATCH_LEN] == 0:
-        cand = table[slot]  # the position after the last occurrence, + 0: none (positions count from 1 here)
+        cand = table[slot] - offset  # the position after the last occurrence (0: none)
         if cand > 0:
             n = 0
             while n < MATCH_LONGEST and cand - 1 - n >= 0 and t - (cand - 1 - n) < H - MATCH_LONGEST \
@@ -86,86 +100,27 @@ def observe_match(st, symbol, t):
             if n >= MATCH_MIN:
                 ints[MATCH_LEN] = n
                 ints[MATCH_PTR] = cand
-    table[slot] = t + 1
-
-
-@inline_kernel
-def _keep_number(table, nint, j, k, symbol):
-    """A number of k digits ended (before ``symbol``): keep it under the context it started after."""
-    if k > NUMBER_DIGITS or nint[j, N_KEYED] != 1:
-        return
-    key = np.uint64(nint[j, N_KEY])
-    slot = np.int64(key >> np.uint64(64 - NUMBER_TABLE_BITS))
-    tag = np.int64(key & np.uint64(0x7FFFFFFF)) | 1
-    value = nint[j, N_VALUE]
-    if table[j, slot, N_TAG] == tag:
-        if value == table[j, slot, N_LAST] + table[j, slot, N_CHANGE]:
-            table[j, slot, N_STREAK] = min(table[j, slot, N_STREAK] + 1, NUMBER_STREAK)
-        else:
-            table[j, slot, N_STREAK] = 0
-        table[j, slot, N_CHANGE] = value - table[j, slot, N_LAST]
-    else:
-        table[j, slot, N_TAG] = tag
-        table[j, slot, N_CHANGE] = 0
-        table[j, slot, N_STREAK] = 0
-    table[j, slot, N_LAST] = value
-    table[j, slot, N_LENGTH] = k
-    table[j, slot, N_AFTER] = symbol
-
-
-@inline_kernel
-def _expect_number(table, nint, digits, j, key):
-    """A number may start next, after the context ``key``: what table j holds for it is its prediction."""
-    nint[j, N_KEY] = np.int64(key)
-    nint[j, N_KEYED] = 1
-    nint[j, N_PREDICTED] = -1
-    slot = np.int64(key >> np.uint64(64 - NUMBER_TABLE_BITS))
-    tag = np.int64(key & np.uint64(0x7FFFFFFF)) | 1
-    if table[j, slot, N_TAG] != tag:
-        return
-    value = table[j, slot, N_LAST] + table[j, slot, N_CHANGE]
-    if value < 0:
-        return
-    n = 1
-    v = value // 10
-    while v > 0:
-        n += 1
-        v //= 10
-    n = max(n, table[j, slot, N_LENGTH])
-    if n > NUMBER_DIGITS:
-        return
-    v = value
-    for i in range(n):
-        digits[j, n - 1 - i] = 48 + v % 10
-        v //= 10
-    digits[j, n] = table[j, slot, N_AFTER]
-    nint[j, N_PREDICTED] = n
-    nint[j, N_ON_TRACK] = 1
-    nint[j, N_STREAK_NOW] = table[j, slot, N_STREAK]
+    if growing and table[slot] == 0:
+        st.grown[GROWN_MATCH, TAKEN] += 1
+    table[slot] = t + 1 + offset
 
 
 @inline_kernel
 def observe_numbers(st, symbol, t):
-    """The number model after byte t (``symbol``, already in the history)."""
+    """The number model after byte t (``symbol``, already in the history): the shared predictor
+    (``kit/numbers.py``) of each table, keyed by the last NUMBER_CONTEXTS[j] bytes, one hash, shortest up."""
     table, nint, digits, hist = st.number_table, st.number_int, st.number_digits, st.hist
+    grown = st.grown
+    growing = grown.shape[0] > 0
     digit = 48 <= symbol <= 57  # no number starts after a digit: the key goes unread
-    h = absorb(np.uint64(0x2468), symbol)  # the last NUMBER_CONTEXTS[j] bytes: one hash, shortest up
+    h = absorb(np.uint64(0x2468), symbol)
     done = 1
     for j in range(nint.shape[0] - 1, -1, -1):
         while not digit and done < NUMBER_CONTEXTS[j]:
             h = absorb(h, back(hist, t + 1, done + 1))
             done += 1
-        k = nint[j, N_RUN]
-        if digit:
-            length = nint[j, N_PREDICTED]
-            if length > 0 and (k >= length or digits[j, k] != symbol):
-                nint[j, N_ON_TRACK] = 0
-            if k < NUMBER_DIGITS:
-                nint[j, N_VALUE] = nint[j, N_VALUE] * 10 + (symbol - 48)
-            nint[j, N_RUN] = k + 1
-            continue
-        if k > 0:
-            _keep_number(table, nint, j, k, symbol)
-            nint[j, N_RUN] = 0
-            nint[j, N_VALUE] = 0
-        _expect_number(table, nint, digits, j, finalize(h))
+        bits = grown[GROWN_NUMBERS + j, BITS] if growing else log2_ceil(table.shape[1])
+        taken = observe_number(NumberTables(table, nint, digits), j, symbol, finalize(h), bits, growing,
+                               N_STREAK_NOW)
+        if growing:
+            grown[GROWN_NUMBERS + j, TAKEN] += taken

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import math
+import mmap
 from typing import NamedTuple
 
 import numpy as np
 
-from ..online.tables import table_array
-from .config import ADDED_WEIGHT, INPUTS, MIXERS, SOURCES, WEIGHT, BitsConfig, state_shapes
+from ..kit.growth import BITS
+from ..kit.memory import HUGE_PAGE, advise_huge, table_array
+from .config import (ADDED_WEIGHT, APM_BLOCK, GROWN_MAP1, GROWN_MAP2, GROWN_PAIRS, INPUTS, MIXERS, POS, SET_START_2,
+                     SOURCES, WEIGHT, BitsConfig, state_shapes)
+from .growth import GROWING, first_sizes, in_use
 from .model import fill_tables
 from .units import init_units
 
@@ -18,6 +23,7 @@ class BitsState(NamedTuple):
     code_of: np.ndarray  # (256,) int64: code of each byte, byte + 1 (the open-alphabet interface's)
     symbol_of: np.ndarray  # (257,) int64: byte of each code (-1 for the escape, which is never used)
     ints: np.ndarray  # the scalars (config: POS, LINE_START, ...)
+    grown: np.ndarray  # (GROWN_ROWS, 2) int64, with table_growth: each growing table's size and count (growth.py)
     fields: np.ndarray  # (2, FIELDS + 2) int64: where each field of this line [0] and the previous one [1] starts
     hist: np.ndarray  # (H,) uint8: the history ring
     followers: np.ndarray  # (65536,) uint8: the byte that followed each pair of bytes last
@@ -65,25 +71,102 @@ class BitsState(NamedTuple):
     unit_saved: np.ndarray
     unit_reals: np.ndarray
     unit_ints: np.ndarray
+    fresh: np.ndarray  # work, with table_growth: (2, S) whether each source's buckets of the byte were taken empty
 
 
-def new_state(config: BitsConfig) -> BitsState:
+def new_state(config: BitsConfig, eager: bool = False) -> BitsState:
     """A learner that has seen nothing.  The tables are megabytes read at random places: each gets memory of
-    its own, aligned to a huge page (``online/tables.table_array``), so a bucket is one cache line."""
+    its own, aligned to a huge page (``kit/memory.table_array``), so a bucket is one cache line.  With
+    ``table_growth`` those that grow and the history are ordinary mappings, whose pages take memory only
+    once written (a new learner writes the first rows of each, ``growth.py``), and huge pages only once they
+    fill them (:func:`advise`); ``eager`` asks for huge pages from the start: more memory for a short stream
+    (2 MiB a table as soon as it is touched), fewer misses of the TLB while the tables are small (``seqd
+    compress`` and ``seqd eval``, one stream to a process)."""
     shapes = state_shapes(config)
-    state = BitsState(**{name: table_array(*shapes[name]) for name in BitsState._fields})
+    state = BitsState(**{name: table_array(*shapes[name], huge=eager or not grows(config, name))
+                         for name in BitsState._fields})
     state.code_of[:] = np.arange(1, 257)
     state.symbol_of[:] = np.arange(-1, 256)
     n0, n1 = np.divmod(np.arange(256), 16)
     state.history_p[:] = (n1 + 0.4) / (n0 + n1 + 0.8)
-    state.weights[:, :INPUTS] = WEIGHT
-    state.weights[:, INPUTS:] = ADDED_WEIGHT
+    weights = state.weights
+    if config.table_growth:
+        state.grown[...] = first_sizes(config)
+        weights = weights[:SET_START_2[3] + (1 << int(state.grown[GROWN_PAIRS, BITS]))]
+    weights[:, :INPUTS] = WEIGHT
+    weights[:, INPUTS:] = ADDED_WEIGHT
     state.final[:] = 1.0 / MIXERS
     state.match_p[:] = 0.5
     state.number_p[:] = 0.5
     state.number_int[:, 4] = -1  # N_PREDICTED: none
     state.run_p[:] = 0.5
     fill_tables(state.stretch, state.apm_base)
+    if config.revision >= 3:  # maps of probabilities: each row starts as the identity
+        for apm, row in ((state.apm1, GROWN_MAP1), (state.apm2, GROWN_MAP2)):
+            rows = APM_BLOCK << int(state.grown[row, BITS]) if config.table_growth else apm.shape[0]
+            apm[:rows] = state.apm_base
     init_units(state, config)
     assert state.buckets.shape[0] == SOURCES
     return state
+
+
+def grows(config: BitsConfig, name: str) -> bool:
+    """Whether array ``name`` is in memory only as far as it has grown (or, the history, been written)."""
+    return config.table_growth and (name in GROWING or name == "hist")
+
+
+def resident_nbytes(config: BitsConfig, state: BitsState) -> int:
+    """The bytes of the state in memory: every array whole, but, with ``table_growth``, each table that grows as
+    far as it has grown and the history ring as far as it has been written, each to the page.  Memory that
+    grows with what the stream has seen: what the daemon's budget counts."""
+    t = int(state.ints[POS])
+    return _resident(config, state_shapes(config), t, state.grown)
+
+
+def first_resident_nbytes(config: BitsConfig) -> int:
+    """:func:`resident_nbytes` of a learner that has seen nothing, without making one."""
+    return _resident(config, state_shapes(config), 0, first_sizes(config) if config.table_growth else None)
+
+
+def _resident(config: BitsConfig, shapes: dict, t: int, grown) -> int:
+    total = 0
+    for name, (shape, dtype) in shapes.items():
+        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+        if not grows(config, name) or nbytes < HUGE_PAGE:  # small arrays are ordinary NumPy memory
+            total += nbytes
+        elif name == "hist":
+            total += _touched(min(t, shape[0]) * np.dtype(dtype).itemsize)
+        else:
+            row = _slot_nbytes(name, shape, dtype)
+            total += sum(_touched(n * row) for _, n in in_use(config, name, grown))
+    return total
+
+
+def _slot_nbytes(name: str, shape, dtype) -> int:
+    """The bytes of one slot (row) of a growing table: its trailing shape's."""
+    return math.prod(shape[2:] if name in ("buckets", "number_table") else shape[1:]) * np.dtype(dtype).itemsize
+
+
+def _touched(nbytes: int) -> int:
+    """The memory ``nbytes`` of a growing table take: in pages, huge ones once they fill one (``advise``)."""
+    page = HUGE_PAGE if nbytes >= HUGE_PAGE else mmap.PAGESIZE
+    return -(-nbytes // page) * page
+
+
+def advise(config: BitsConfig, state: BitsState, advised: set) -> None:
+    """Huge pages for each table that grows (and the history) once what it uses fills one: from then on it
+    takes memory a huge page at a time, whole, and its random reads miss the TLB far less (``kit/memory.py``).
+    ``advised`` holds the parts already advised (a learner's own set)."""
+    if not config.table_growth:
+        return
+    if "hist" not in advised and int(state.ints[POS]) >= HUGE_PAGE:
+        advise_huge(state.hist, 0, state.hist.nbytes)
+        advised.add("hist")
+    for name in GROWING:
+        array = getattr(state, name)
+        for j, n in in_use(config, name, state.grown):
+            if (name, j) in advised or n * _slot_nbytes(name, array.shape, array.dtype) < HUGE_PAGE:
+                continue
+            part = array if j is None else array[j]
+            advise_huge(part, 0, part.nbytes)
+            advised.add((name, j))

@@ -51,19 +51,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..initialization import initial_potentials, unit_transition
+from ..initialization import initial_potentials, unit_transition, unit_uniform
 from ..jit import inline_kernel, kernel
 from ..kernels.elementary import exp, log, tanh
 from ..model import random_graph
-from ..online.alphabet import unit_uniform
-from ..online.metric_blocks import block_step, contribute
-from .config import (UNIT_INPUT_SCALE, UNIT_METRIC_DISCOUNT, UNIT_METRIC_PRIOR, UNIT_WRITING_DISCOUNT,
-                     UNIT_WRITING_PRIOR, BitsConfig)
+from ..kernels.metric_blocks import block_step, contribute
+from .config import (AT, ETA_TAU, NONFINITE, REJECTED, UNIT_INPUT_SCALE, UNIT_METRIC_DISCOUNT, UNIT_METRIC_PRIOR,
+                     UNIT_WRITING_DISCOUNT, UNIT_WRITING_PRIOR, WINDOW_GAIN, WINDOWS, BitsConfig)
 from .tables import loss_fast, squash_fast
 
-# positions in ``unit_reals`` and ``unit_ints``
-ETA_TAU, WINDOW_GAIN, REALS = range(3)
-AT, WINDOWS, REJECTED, NONFINITE, INTS = range(5)
 RATE_GROWTH, RATE_SHRINK, MAX_RATE = 1.1, 0.5, 1.0
 
 
@@ -85,23 +81,6 @@ class Units(NamedTuple):
     saved: np.ndarray  # (K, N+1, D): the trial's undo (one row per window time: a block read there)
     reals: np.ndarray  # ETA_TAU, WINDOW_GAIN
     ints: np.ndarray  # AT (window time of the next byte), WINDOWS, REJECTED, NONFINITE
-
-
-def unit_shapes(config: BitsConfig) -> dict:
-    """(shape, dtype) of the units' arrays: empty without units."""
-    N1 = config.units + 1 if config.units else 0
-    D = config.unit_degree + 1 if config.units else 0
-    K = config.unit_window if config.units else 0
-    Y = 256 if config.units else 0
-    i, f = np.dtype(np.int64), np.dtype(np.float64)
-    return {
-        "unit_inputs": ((N1, D), i), "unit_tau": ((Y, N1, D), f), "unit_V": ((K + 1 if N1 else 0, N1), f),
-        "unit_a": ((K + 1 if N1 else 0, N1), f), "unit_x": ((K + 1 if N1 else 0,), i), "unit_v": ((Y, N1), f),
-        "unit_h0": ((Y, N1), f), "unit_hd": ((Y, N1), f), "unit_G": ((Y, N1, D), f),
-        "unit_metric": ((Y, N1, D, D), f), "unit_updates": ((Y, N1), i),
-        "unit_work": ((4, K + 3 if N1 else 0, max(N1, 2 * D)), f), "unit_saved": ((K, N1, D), f),
-        "unit_reals": ((REALS if N1 else 0,), f), "unit_ints": ((INTS if N1 else 0,), i),
-    }
 
 
 @inline_kernel

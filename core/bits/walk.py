@@ -183,7 +183,7 @@ def predict(st, hyper, nodes, p, undo, kept, branch):
     ``nodes`` (256,) receives p(1) at each node c0 = 1..255 of the byte's tree; ``undo`` (8, undo_width),
     ``kept`` (2, S, BUCKET + 1) int64 and ``branch`` (8,) int64 are work.  The state ends as it began, but
     for work arrays that learning overwrites.  Returns the width, 257."""
-    start_byte(st)
+    start_byte(st, hyper)
     nodes[1] = probability(st, hyper, 1, 7) / 65536.0
     depth = 0
     c0 = 1
@@ -200,7 +200,7 @@ def predict(st, hyper, nodes, p, undo, kept, branch):
             c0 = 2 * c0 + y
             depth += 1
             if depth == 4:
-                find_buckets(st, c0)
+                find_buckets(st, hyper, c0)
             nodes[c0] = probability(st, hyper, c0, 7 - depth) / 65536.0
             branch[depth] = 0
             continue

@@ -9,7 +9,7 @@ import math
 
 from ..jit import kernel
 from ..kernels.elementary import exp, log, tanh
-from ..online.alphabet import unit_uniform
+from ..initialization import unit_uniform
 from ..online.writing import Writing, writing_update
 from ..readout import code_length, join_readout, predict
 from .config import ACTIVE, RATE, SYMBOLS

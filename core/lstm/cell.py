@@ -10,7 +10,7 @@ import math
 
 from ..jit import kernel
 from ..kernels.elementary import logistic, tanh
-from ..online.alphabet import unit_uniform
+from ..initialization import unit_uniform
 from ..readout import code_length, first_in_window, join_readout, predict, readout_step
 from .config import (ACTIVE, BELOW, CANDIDATE, DH, DPRE, ERR, FILLED, FORGET, INPUT, NORM, OUTPUT, SYMBOLS,
                      TANH_CELL, UPDATE)

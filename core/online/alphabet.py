@@ -15,24 +15,13 @@ import numpy as np
 
 from ..jit import kernel
 from ..kernels.elementary import log_of
-from ..initialization import logistic_transition, unit_transition
+from ..initialization import logistic_transition, unit_transition, unit_uniform
 from .config import F, H
 from .state import ACTIVE
 
 # once every symbol of the alphabet has been seen, the escape can no longer occur: its bias is set
 # so low that exp() of it is exactly 0 (and its square still finite), and its column stops learning
 RETIRED_ESCAPE_BIAS = -1.0e150
-
-
-@kernel
-def unit_uniform(seed, j, y):
-    """A reproducible uniform number in [0, 1) for (seed, unit, symbol): SplitMix64 of the triple."""
-    z = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(j) * np.uint64(0xBF58476D1CE4E5B9) \
-        + np.uint64(y) * np.uint64(0x94D049BB133111EB) + np.uint64(0x2545F4914F6CDD1D)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    z = z ^ (z >> np.uint64(31))
-    return float(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 @kernel

@@ -314,7 +314,7 @@ class OnlineConfig:
 
     @property
     def symbol_seed(self) -> int:
-        """The seed of the per-(unit, symbol) uniforms of ``alphabet.unit_uniform``, as a non-negative int64."""
+        """The seed of the per-(unit, symbol) uniforms of ``initialization.unit_uniform``, as a non-negative int64."""
         return self.seed & 0x7FFFFFFFFFFFFFFF
 
     @property
@@ -342,9 +342,3 @@ class OnlineConfig:
         """The integer settings the kernels read, in the order of :data:`FLAGS` (read as ``flags[F.<name>]``)."""
         return np.array([int(getattr(self, name)) for name in FLAGS], dtype=np.int64)
 
-
-# the named models a stream (the daemon's ``create``) and ``seqd eval`` start from, each setting changeable
-MODELS = {
-    "bytes": OnlineConfig.bytes_default,  # a small GLNN plus context units: logs, text, bytes
-    "glnn": OnlineConfig,  # seed 000's GLNN alone
-}

@@ -38,7 +38,7 @@ from __future__ import annotations
 from ..jit import kernel
 from ..kernels.activation import slope
 from .config import F, H
-from .metric_blocks import contribute
+from ..kernels.metric_blocks import contribute
 
 TINY_SCALE = 2.0 ** -256  # a unit's scale below it is folded into its stored sensitivities
 

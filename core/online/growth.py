@@ -1,15 +1,12 @@
-"""Tables that grow with the stream: the context sources' tables and the match model's, doubled in place.
+"""The GLNN byte model's tables that grow with the stream: its context sources' tables and its match model's.
 
-A stream that has seen a few kilobytes needs a few thousand slots per
-context source; one that has seen gigabytes needs millions.  With
-``table_growth`` on, every hashed source's table and the match model's
+With ``table_growth`` on, every hashed source's table and the match model's
 start at 2^GROWTH_START slots and double, each on its own, when more than
 1/FULL of its slots are taken, up to 2^context_bits (2^match_bits for the
-match model's): memory grows with what the stream has seen, up to the
-budget the configuration sets, and the tables a stream does not fill (the
-order-1 contexts of a log fill a few hundred slots) stay small.  Each
-table's size and count of taken slots live in ``OnlineState.grown``, one
-row per hashed source and a last row for the match model's table.
+match model's), as every growing table of seqd does (``kit/growth.py``,
+which also splits the match table).  Each table's size and count of taken
+slots live in ``OnlineState.grown``, one row per hashed source and a last
+row for the match model's table.
 
 **Buckets, and what a full bucket gives up.**  A growing context table's
 slots come in buckets of WAYS; a context may take any slot of the bucket its
@@ -33,13 +30,7 @@ two contexts of a bucket apart by its bits below the bucket's: 32 in the
 smallest table, 24 at 2^18 slots.
 
 The match model's table holds the position after each hashed context of
-``match_min`` symbols, not a tag; a split hashes each entry's context again
-from the history, and drops an entry whose context has left it.
-
-Doubling a table of n slots costs O(n) once, when about n/FULL contexts
-have come, so growth costs O(1) per symbol amortised.  Every step is a
-function of the stream alone, so an encoder and its decoder grow their
-tables at the same symbols.
+``match_min`` symbols, not a tag (``kit.growth.split_match_table``).
 """
 
 from __future__ import annotations
@@ -47,21 +38,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import inline_kernel, kernel
-from .hashing import absorb, finalize
+from ..kit.growth import BITS, FULL, MIN_TABLE_BITS, TAKEN, due, split_match_table
+from ..kit.hashing import finalize
 
-MIN_TABLE_BITS = 10  # the smallest table OnlineConfig allows (context_bits, match_bits >= 10)
-GROWTH_START = MIN_TABLE_BITS  # log2 of a growing table's first size
 WAY_BITS = 2
 WAYS = 1 << WAY_BITS  # a growing context table's slots come in buckets of WAYS; a context may take any of its bucket's
 # a growing table's tag: the 32 bits of the hash below the bucket's bits in the smallest table (bits 24 ... 55)
 TAG_SHIFT = 64 - (MIN_TABLE_BITS - WAY_BITS) - 32
-BITS, TAKEN = 0, 1  # the columns of OnlineState.grown: log2 of the table's size, its slots taken
-FULL = 4  # a table doubles when more than 1/FULL of its slots are taken
-
-
-def initial_bits(most: int) -> int:
-    """A growing table's first size, in bits: GROWTH_START, or ``most`` if smaller."""
-    return min(GROWTH_START, most)
 
 
 @inline_kernel
@@ -99,22 +82,6 @@ def split_bit(check, bits):
     return np.int64((np.uint64(check) >> np.uint64(63 - bits + WAY_BITS - TAG_SHIFT)) & np.uint64(1))
 
 
-@inline_kernel
-def match_slot(h, bits):
-    """The slot of a hashed context of ``match_min`` symbols in a match table of 2^bits entries."""
-    return np.int64(finalize(h) >> np.uint64(64 - bits))
-
-
-@inline_kernel
-def match_hash(hist, p, match_min):
-    """The hash of the ``match_min`` symbols before position ``p`` (all of them still in the ring)."""
-    H = hist.shape[0]
-    h = np.uint64(0)
-    for back in range(1, match_min + 1):
-        h = absorb(h, np.int64(hist[(p - back) % H]))
-    return h
-
-
 @kernel
 def split_context_table(tag, sym, cnt, s, bits):
     """Double source ``s``'s table from 2^bits slots to 2^(bits + 1), in place (its arrays have room).
@@ -144,26 +111,6 @@ def split_context_table(tag, sym, cnt, s, bits):
 
 
 @kernel
-def split_match_table(table, hist, t, match_min, bits):
-    """Double the match table from 2^bits entries to 2^(bits + 1), in place; returns the entries it dropped
-    (those whose context has left the history ring, and could no longer be found)."""
-    H = hist.shape[0]
-    oldest = t - H if t > H else 0
-    dropped = 0
-    for i in range((np.int64(1) << bits) - 1, -1, -1):
-        stored = table[i]
-        if stored == 0:
-            continue
-        table[i] = 0
-        p = stored - 1
-        if p - match_min < oldest:
-            dropped += 1
-            continue
-        table[match_slot(match_hash(hist, p, match_min), bits + 1)] = stored
-    return dropped
-
-
-@kernel
 def grow_tables(src, t, context_bits, match_bits, match_min):
     """Double every table of the sources ``src`` (``sources.Sources``) that has more than 1/FULL of its
     slots taken and is below its largest size; ``t`` is the stream's position."""
@@ -172,11 +119,11 @@ def grow_tables(src, t, context_bits, match_bits, match_min):
     S = tag.shape[0]
     for s in range(S):
         b = grown[s, BITS]
-        if b < context_bits and FULL * grown[s, TAKEN] > (np.int64(1) << b):
+        if due(grown, s, context_bits, FULL):
             split_context_table(tag, sym, cnt, s, b)
             grown[s, BITS] = b + 1
     if match_table.shape[0] > 0:
         b = grown[S, BITS]
-        if b < match_bits and FULL * grown[S, TAKEN] > (np.int64(1) << b):
+        if due(grown, S, match_bits, FULL):
             grown[S, TAKEN] -= split_match_table(match_table, hist, t, match_min, b)
             grown[S, BITS] = b + 1

@@ -18,7 +18,8 @@ import numpy as np
 
 from ..open_alphabet import OpenAlphabetLearner, validate_symbols
 from .config import OnlineConfig
-from .snapshot import from_bytes, snapshot_parts, to_bytes
+from .snapshot import from_bytes, from_stream, snapshot_parts, to_bytes
+from .sources import POS
 from .state import (ACTIVE, ETA_TAU, ETA_W, NONFINITE, REJECTED, SYMBOLS, WINDOWS, OnlineState, new_state,
                     resident_nbytes)
 from .steps import learn_buffer, predict_into
@@ -76,6 +77,20 @@ class OnlineLearner(OpenAlphabetLearner):
     def from_bytes(cls, data: bytes, history=None) -> "OnlineLearner":
         config, state = from_bytes(data, history)
         return cls(config, _state=state)
+
+    @classmethod
+    def from_stream(cls, read_into, read, limit: int | None = None, history=None) -> "OnlineLearner":
+        """:meth:`from_bytes` of a snapshot that arrives in pieces (``snapshot.from_stream``)."""
+        config, state = from_stream(read_into, read, limit, history)
+        return cls(config, _state=state)
+
+    @property
+    def history(self) -> tuple[np.ndarray, int] | None:
+        """(history ring, stream position) if the learner keeps the symbols it has seen (its context units), else
+        None: what a stream's history file holds in its place (``snapshot_parts(history=False)``)."""
+        if not self.state.hist.size:
+            return None
+        return self.state.hist, int(self.state.ctx_int[POS])
 
     @property
     def resident_bytes(self) -> int:

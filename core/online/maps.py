@@ -12,7 +12,8 @@ stream is mostly made of ("the next byte is the one the mix expects"):
   position of s on a grid of MAP_POINTS knots one nat apart, j = floor(x)
   (at most MAP_POINTS - 2, so that j + 1 is a knot), f = x - j;
 * two maps, each a table of MAP_POINTS estimates per context row, read
-  between the knots: e = (1 - f) T[row, j] + f T[row, j + 1].  Map A's row
+  between the knots: e = (1 - f) T[row, j] + f T[row, j + 1] (``kit/maps.py``,
+  which reads and steps both byte models' maps).  Map A's row
   is the match source's state (its length bucket, ``sources._match_bucket``,
   and whether the symbol it predicts is y*); map B's is the field set's row
   (``selecting._field_selecting_row``; 0 without the field-selected weights)
@@ -43,6 +44,7 @@ import numpy as np
 
 from ..jit import inline_kernel
 from ..kernels.elementary import log_of, logistic
+from ..kit.maps import between, knot, step_knot
 from .sources import MATCH_BUCKETS, MATCH_LEN, MATCH_PTR, _match_bucket
 
 MAP_POINTS = 17  # knots at stretch -8, -7, ..., 8
@@ -99,8 +101,7 @@ def refine(mp, pi_t, src, code_of, fsel_row, field_set, numerics, width):
     x = 2.0 * STRETCH_LIMIT
     if p < 1.0:
         x = min(max(log_of(numerics, p / (1.0 - p)) + STRETCH_LIMIT, 0.0), 2.0 * STRETCH_LIMIT)
-    j = min(int(x), MAP_POINTS - 2)
-    f = x - j
+    j, f = knot(x, MAP_POINTS)
     length = ctx_int[MATCH_LEN]  # 0 without a match model (snapshot.py refuses anything else)
     agree = 0
     if length > 0:
@@ -108,8 +109,8 @@ def refine(mp, pi_t, src, code_of, fsel_row, field_set, numerics, width):
         agree = 1 if code_of[np.int64(hist[ctx_int[MATCH_PTR] % H])] == top else 0
     row_a = _match_bucket(length) * 2 + agree
     row_b = MAP_A_ROWS + (fsel_row[0] if field_set else 0) * MATCH_CLASSES + min(length, MATCH_CLASSES - 1)
-    e_a = (1.0 - f) * maps[row_a, j] + f * maps[row_a, j + 1]
-    e_b = (1.0 - f) * maps[row_b, j] + f * maps[row_b, j + 1]
+    e_a = between(maps[row_a], j, f)
+    e_b = between(maps[row_b], j, f)
     q = (2.0 * p + e_a + e_b) / 4.0
     rest = 0.0  # the others' probability, summed: 1 - p would lose its digits to cancellation when p is near 1
     for y in range(width):
@@ -142,5 +143,5 @@ def learn_maps(mp, target):
             rate = 1.0 / (n + 1.5)
             if rate < MAP_RATE_FLOOR:
                 rate = MAP_RATE_FLOOR
-            maps[row, k] += rate * share * (hit - maps[row, k])
+            step_knot(maps[row], k, rate, share, hit)
             map_counts[row, k] = min(n + share, MAP_COUNT_LIMIT)

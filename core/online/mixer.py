@@ -49,7 +49,7 @@ import numpy as np
 
 from ..jit import inline_kernel, kernel
 from .config import BLOCK, DIAGONAL, GRADIENT, F, H
-from .metric_blocks import contribution_and_step
+from ..kernels.metric_blocks import contribution_and_step
 
 
 class Mixer(NamedTuple):

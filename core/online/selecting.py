@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..jit import inline_kernel
 from ..kernels.activation import LOGISTIC
 from .sources import FIELD, FIELD_SLOTS, NEWLINE, POS, SAME
-from .hashing import history
+from ..kit.hashing import history
 
 # the field-selected weights' rows: (field number: the first field_selecting_fields one by one, the later ones
 # with the last) x (field so far the previous line's: 0/1) x (position in the field: the first

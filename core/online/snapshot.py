@@ -15,20 +15,21 @@ import json
 import math
 import struct
 import zlib
-from typing import Protocol
 
 import numpy as np
 
+from ..arrays_snapshot import BytesReader, HistoryReader, restore_history, ring_views, stored_shape
 from ..kernels.elementary import numerics_marker
 from .config import OnlineConfig
 from .sources import (ABOVE, EMPTY, FIELD, FIELD_SLOTS, LINE_START, MATCH_LEN, MATCH_PTR,
                       NNZ, ORDER0_TOTAL, POS, PREV_LINE_LEN, PREV_LINE_START, SAME)
 from .maps import MAP_COUNT_LIMIT, MAP_KNOT, MAP_POINTS, MAP_ROW_A, MAP_ROW_B, MAP_TOP
-from .numbers import (AFTER, CHANGE, LAST, LENGTH, N_BUCKET, N_KEYED, N_ON_TRACK, N_PREDICTED, N_RUN, N_STREAK,
-                      N_VALUE, N_VOTED, NUMBER_BUCKETS, NUMBER_DIGITS, NUMBER_STREAK, STREAK, TAG)
-from .growth import BITS, TAKEN, initial_bits
+from ..kit.numbers import (AFTER, CHANGE, LAST, LENGTH, N_KEYED, N_ON_TRACK, N_PREDICTED, N_RUN, N_VALUE,
+                          NUMBER_BUCKETS, NUMBER_DIGITS, NUMBER_STREAK, STREAK, TAG)
+from .numbers import N_BUCKET, N_STREAK, N_VOTED
+from ..kit.growth import BITS, TAKEN, initial_bits
 from .state import ACTIVE, GROWING, WINDOW_POS, OnlineState, grows, state_nbytes, state_shapes
-from .tables import table_array
+from ..kit.memory import table_array
 
 FORMAT_MAGIC = b"SEQDLRN\x00"
 FORMAT_VERSION = 10  # 2: the numerics marker (version 1 restores with 'ieee'); 3: the mixer's arrays; 4: fields;
@@ -55,14 +56,6 @@ ADDED = ((3, NEW_IN_3, "selected_weights", "a mixer"), (4, NEW_IN_4, "field_colu
 CHANGED = ((5, "field_column_context", "the field column of seqd 0.3, whose contexts this seqd no longer forms"),)
 
 _HEADER = struct.Struct("<8sII")  # magic, version, header length
-
-
-class HistoryReader(Protocol):
-    """Where a learner's history is kept when its snapshot does not hold it (a stream's history file)."""
-
-    def __call__(self, first: int, views: list[memoryview]) -> None:
-        """Fill the byte buffers ``views``, in turn, with the symbols from stream position ``first`` on (little-
-        endian, the history's dtype); a ValueError if they cannot be had."""
 
 
 def to_bytes(config: OnlineConfig, state: OnlineState) -> bytes:
@@ -113,44 +106,11 @@ def stored_views(name: str, array: np.ndarray, t: int, grown: np.ndarray, elsewh
     return [array]
 
 
-def stored_shape(array: np.ndarray, views: list[np.ndarray]) -> tuple[int, ...]:
-    """The shape a snapshot gives the parts :func:`stored_views` took of ``array``: the array's own, or their
-    rows one after the other (a history's symbols; a growing table's slots, with the array's trailing shape)."""
-    if len(views) == 1 and views[0] is array:
-        return array.shape
-    return (sum(len(v) for v in views),) + array.shape[2:]
-
-
-def ring_views(ring: np.ndarray, first: int, n: int) -> list[np.ndarray]:
-    """The places of stream positions first ... first + n - 1 in a history ring, in order: one or two slices."""
-    H = ring.shape[0]
-    if n == 0:
-        return []
-    start = first % H
-    if start + n <= H:
-        return [ring[start:start + n]]
-    return [ring[start:], ring[:start + n - H]]
-
-
 def from_bytes(data: bytes, history: HistoryReader | None = None) -> tuple[OnlineConfig, OnlineState]:
     """Inverse of :func:`to_bytes`; every inconsistency is a clear ``ValueError``."""
     view = memoryview(bytes(data) if not isinstance(data, (bytes, bytearray, memoryview)) else data).cast("B")
-    at = 0
-
-    def read_into(buffer):
-        nonlocal at
-        n = min(len(buffer), len(view) - at)
-        buffer[:n] = view[at:at + n]
-        at += n
-        return n
-
-    def read(n):
-        nonlocal at
-        out = bytes(view[at:at + n])
-        at += len(out)
-        return out
-
-    return from_stream(read_into, read, history=history)
+    reader = BytesReader(view)
+    return from_stream(reader.read_into, reader.read, history=history)
 
 
 def from_stream(read_into, read, limit: int | None = None, history: HistoryReader | None = None
@@ -224,20 +184,9 @@ def from_stream(read_into, read, limit: int | None = None, history: HistoryReade
     if struct.unpack("<I", tail)[0] != crc:
         raise ValueError("learner snapshot is damaged (checksum mismatch)")
     if version >= 10 and arrays.get("hist", no_growth).size:
-        ring = arrays["hist"]
-        t = int(arrays["ctx_int"][POS])
-        n = min(t, ring.shape[0])
-        if held != (0 if elsewhere else n):
-            raise ValueError("learner snapshot header is invalid: its history's length is not its array's")
-        if elsewhere:
-            if history is None:
-                raise ValueError("learner snapshot's history is kept elsewhere (a stream's history file), and none "
-                                 "was given")
-            parts = ring_views(ring, t - n, n)
-            history(t - n, [memoryview(v.view(np.uint8)) for v in parts])
-            if not np.little_endian:
-                for v in parts:
-                    v.byteswap(inplace=True)
+        if held is None:  # every format with a history ring says how much of it the snapshot holds
+            raise ValueError("learner snapshot header is invalid: it does not say how much history it holds")
+        restore_history(arrays["hist"], int(arrays["ctx_int"][POS]), "learner", held, elsewhere, history)
     return config, _state_of(config, version, arrays)
 
 

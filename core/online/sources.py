@@ -83,8 +83,9 @@ import numpy as np
 
 from ..jit import inline_kernel, kernel
 from ..kernels.elementary import log1p_of
-from .growth import BITS, TAKEN, find_slot, match_hash, match_slot
-from .hashing import EMPTY, absorb, hashed, history, log2_ceil, slot_and_tag
+from ..kit.growth import BITS, TAKEN, match_hash, match_slot
+from .growth import find_slot
+from ..kit.hashing import EMPTY, absorb, hashed, history, log2_ceil, slot_and_tag
 from .hits import credit, log_odds
 from .numbers import number_vote, observe_numbers
 

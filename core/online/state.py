@@ -25,11 +25,12 @@ from ..kernels.network import Network
 from ..model import random_graph
 from .config import F, H, OnlineConfig
 from .sources import CTX_INTS, FIELD_SLOTS, FOLLOWER_BASE, MATCH, MATCH_BUCKETS, POS, SAME, SELECTING_BUCKETS
-from .growth import BITS, initial_bits
+from ..kit.growth import BITS, initial_bits
 from .maps import MAP_POINTS, initial_maps, map_rows
-from .numbers import NUMBER_BUCKETS, NUMBER_CONTEXTS, NUMBER_DIGITS, NUMBER_INTS, N_PREDICTED, N_VOTED
+from ..kit.numbers import NUMBER_BUCKETS, NUMBER_CONTEXTS, NUMBER_DIGITS, N_PREDICTED
+from .numbers import NUMBER_INTS, N_VOTED
 from .selecting import selecting_rows
-from .tables import HUGE_PAGE, table_array
+from ..kit.memory import HUGE_PAGE, table_array
 
 # positions in the `reals` array (REALS of them) and in the `counts` array (COUNTS of them)
 REALS, COUNTS = 3, 6

@@ -1,33 +1,19 @@
-"""The byte model's versions: one table, from which every reader of an old stream, snapshot or file learns what
-its model was.
+"""The GLNN byte model's versions, and the ``glnn`` preset's: two tables of ``kit/versions.py``'s kind.
 
-Each row of :data:`BYTE_MODEL` is a preset, frozen once released: its name, the seqd release that made it the
-default of ``OnlineConfig.bytes_default()`` (``seqd compress``, and a daemon stream created as ``bytes``), and
-the settings it changed from the row before.  Three things derive from it:
-
-* :data:`PRESETS`, every preset's whole settings: a ``.sqd`` header names its preset and stores only the
-  settings that differ (``core/container.py``), so a file decodes with the model that wrote it forever;
-* :func:`earlier_byte_models`, each earlier default as changes to today's: a daemon recognises a stream an
-  older seqd created as ``bytes`` (``daemon/models.py``, ``EARLIER``);
-* :data:`UNWRITTEN`, what a setting meant before seqd wrote it: a snapshot, ``stream.json`` or header without
-  one of :data:`ADDED_SETTINGS` has the value the first preset gives it (``OnlineConfig.from_settings``).
-
-A new byte model is a new row (``tests/test_container.py`` checks that the last row is
-``OnlineConfig.bytes_default()``), and a setting seqd starts writing joins :data:`ADDED_SETTINGS` with its old
-meaning in the first row.  This module reads no other part of seqd: the configuration imports it.
+Each row of :data:`BYTE_MODEL` is a preset of the byte model, frozen once released: its name, the seqd release
+that made it the default of ``OnlineConfig.bytes_default()``, and the settings it changed from the row before.
+From it derive ``.sqd`` files' presets (``core/container.py``, through the model's face), the earlier models a
+daemon recognises a ``bytes`` stream of this model by (``daemon/models.py``, ``EARLIER``: ``bytes-2`` on, as
+``bytes-1`` was format 1's and never a stream's) and ``UNWRITTEN``, what a setting meant before seqd wrote it
+(``OnlineConfig.from_settings``).  :data:`GLNN` is the same for the ``glnn`` preset (``OnlineConfig()``, seed
+000's GLNN alone), over the settings it changed.  Since seqd 0.22 the ``bytes`` preset is the bitwise model's
+(``bits/versions.py``); this model learns on for the streams and decodes the files made with it, and gets no new
+row.  This module reads no other part of seqd but the table's type: the configuration imports it.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-
-class ByteModel(NamedTuple):
-    preset: str  # the name a .sqd header gives it
-    release: str  # the seqd release that made it the default
-    changes: dict  # settings that differ from the row before (the first row: all of them)
-    what: str  # the change, in words
-
+from ..kit.versions import Version, VersionTable
 
 _FIRST = {
     "activation": "tanh", "alphabet_cap": 256, "column_context": True, "context_bits": 16, "context_entries": 16,
@@ -53,49 +39,42 @@ _FIRST = {
     "context_step_floor": 0.0,  # every symbol a context voted for stepped its context weights
 }
 
-BYTE_MODEL = (
-    ByteModel("bytes-1", "0.1", _FIRST, "4 recurrent units and the context units, exp/log/tanh from the C library"),
-    ByteModel("bytes-2", "0.2", {"numerics": "ieee"}, "seqd's own exp/log/tanh: the same bits on every machine"),
-    ByteModel("bytes-3", "0.3", {"selected_weights": True}, "the mixer: weights shared across symbols"),
-    ByteModel("bytes-4", "0.4", {"field_column_context": True, "indirect_context": True,
-                                 "context_orders": [1, 2, 3, 4, 6, 12, 16]},
-              "the field column and indirect sources, order 8 dropped"),
-    ByteModel("bytes-5", "0.5", {"field_selected_weights": True}, "the mixer's field-selected weights"),
-    ByteModel("bytes-6", "0.6", {"number_context": True}, "the number source"),
-    ByteModel("bytes-7", "0.7", {"order2_selected_weights": True}, "the mixer's order-2-selected weights"),
-    ByteModel("bytes-8", "0.8", {"field_selecting_fields": 16, "field_selecting_positions": 8},
-              "the field set's rows by field (0-14, then the rest) and position in it (0-6, then the rest)"),
-    ByteModel("bytes-9", "0.9", {"unit_selected_weights": True, "probability_maps": True},
-              "the unit-selected weights and the probability maps"),
-    ByteModel("bytes-10", "0.13", {"close_escape": True}, "the escape closed when the alphabet fills"),
-    ByteModel("bytes-11", "0.17", {"history_bits": 26, "match_bits": 22, "context_bits": 18, "table_growth": True},
-              "64 MiB of history, and tables that grow, up to 2^18 slots a source"),
-    ByteModel("bytes-12", "0.19", {"context_step_floor": 1e-5},
-              "a voted symbol predicted at under about 10^-5 leaves its context weights as they are"),
-)
+BYTE_MODEL = VersionTable((
+    Version("bytes-1", "0.1", _FIRST, "4 recurrent units and the context units, exp/log/tanh from the C library"),
+    Version("bytes-2", "0.2", {"numerics": "ieee"}, "seqd's own exp/log/tanh: the same bits on every machine"),
+    Version("bytes-3", "0.3", {"selected_weights": True}, "the mixer: weights shared across symbols"),
+    Version("bytes-4", "0.4", {"field_column_context": True, "indirect_context": True,
+                               "context_orders": [1, 2, 3, 4, 6, 12, 16]},
+            "the field column and indirect sources, order 8 dropped"),
+    Version("bytes-5", "0.5", {"field_selected_weights": True}, "the mixer's field-selected weights"),
+    Version("bytes-6", "0.6", {"number_context": True}, "the number source"),
+    Version("bytes-7", "0.7", {"order2_selected_weights": True}, "the mixer's order-2-selected weights"),
+    Version("bytes-8", "0.8", {"field_selecting_fields": 16, "field_selecting_positions": 8},
+            "the field set's rows by field (0-14, then the rest) and position in it (0-6, then the rest)"),
+    Version("bytes-9", "0.9", {"unit_selected_weights": True, "probability_maps": True},
+            "the unit-selected weights and the probability maps"),
+    Version("bytes-10", "0.13", {"close_escape": True}, "the escape closed when the alphabet fills"),
+    Version("bytes-11", "0.17", {"history_bits": 26, "match_bits": 22, "context_bits": 18, "table_growth": True},
+            "64 MiB of history, and tables that grow, up to 2^18 slots a source"),
+    Version("bytes-12", "0.19", {"context_step_floor": 1e-5},
+            "a voted symbol predicted at under about 10^-5 leaves its context weights as they are"),
+),
+    # settings seqd did not always write (the release that first did, for each): before, they had the value the
+    # first preset gives them.  Settings whose OnlineConfig default is what seqd did before them (the sources, the
+    # mixer's sets, the maps) need no entry.
+    added={"transition_prior": "0.11", "writing_evidence_floor": "0.11", "credit_horizon": "0.12",
+           "close_escape": "0.13", "table_growth": "0.17", "context_step_floor": "0.19"},
+    served_from=1)  # bytes-1 was format 1's, never a stream's
 
-# settings seqd did not always write (the release that first did, for each): before, they had the value the
-# first preset gives them, which is what a record without them means.  Settings whose OnlineConfig default is
-# what seqd did before them (the sources, the mixer's sets, the maps) need no entry.
-ADDED_SETTINGS = {"transition_prior": "0.11", "writing_evidence_floor": "0.11", "credit_horizon": "0.12",
-                  "close_escape": "0.13", "table_growth": "0.17", "context_step_floor": "0.19"}
-UNWRITTEN = {name: _FIRST[name] for name in ADDED_SETTINGS}
+# The glnn preset (OnlineConfig(), seed 000's GLNN alone), over the settings it changed since seqd 0.10
+GLNN = VersionTable((
+    Version("glnn-0.10", "0.1", {"close_escape": False, "credit_horizon": 0, "metric_prior": 1.0,
+                                 "transition_prior": False, "writing_evidence_floor": 1.0, "transition_rate": None},
+            "seqd 0.10's: the prior's mass on tau without its pull, the writing sums by the clock, eta_tau from 1/N"),
+    Version("glnn-0.11", "0.11", {"metric_prior": 4.0, "transition_prior": True, "writing_evidence_floor": 0.25,
+                                  "transition_rate": 1.0}, "the pull of the metric prior, the writing evidence floor"),
+    Version("glnn-0.12", "0.12", {"credit_horizon": 10}, "credit beyond the window"),
+    Version("glnn-0.13", "0.13", {"close_escape": True}, "the escape closed when the alphabet fills"),
+))
 
-
-def _cumulative() -> dict[str, dict]:
-    presets, settings = {}, {}
-    for row in BYTE_MODEL:
-        settings = {**settings, **row.changes}
-        presets[row.preset] = settings
-    return presets
-
-
-PRESETS = _cumulative()  # every preset's whole settings, oldest first
-PRESET = BYTE_MODEL[-1].preset  # today's: what OnlineConfig.bytes_default() is
-
-
-def earlier_byte_models() -> list[dict]:
-    """Each earlier default the daemon served (bytes-2 on; bytes-1 was format 1's, never a stream's), newest first,
-    as the settings in which it differs from today's."""
-    now = PRESETS[PRESET]
-    return [{k: v for k, v in PRESETS[row.preset].items() if v != now[k]} for row in reversed(BYTE_MODEL[1:-1])]
+PRESETS, PRESET, UNWRITTEN = BYTE_MODEL.presets, BYTE_MODEL.preset, BYTE_MODEL.unwritten

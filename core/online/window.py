@@ -25,7 +25,7 @@ from ..kernels.forward import evolve_into, softmax_offset_into
 from .config import F, H
 from .alphabet import initial_transition
 from .credit import advance_credit, credit_before_window
-from .metric_blocks import block_step, contribute
+from ..kernels.metric_blocks import block_step, contribute
 from .state import ETA_TAU, NONFINITE, REJECTED, WINDOW_GAIN, WINDOWS, network
 
 

@@ -81,7 +81,8 @@ class RehearsalLearner(OpenAlphabetLearner):
     def resident_bytes(self) -> int:
         return super().state_bytes + (0 if self.online is None else self.online.resident_bytes)
 
-    def snapshot_parts(self) -> list[memoryview]:
+    def snapshot_parts(self, history: bool = True) -> list[memoryview]:
+        """The rehearsing part's arrays, then the online member's snapshot (which keeps no history ring)."""
         parts = super().snapshot_parts()
         return parts if self.online is None else parts + self.online.snapshot_parts()
 
@@ -89,7 +90,18 @@ class RehearsalLearner(OpenAlphabetLearner):
         return b"".join(self.snapshot_parts())
 
     @classmethod
-    def from_bytes(cls, data: bytes):
+    def from_stream(cls, read_into, read, limit: int | None = None, history=None):
+        """:meth:`from_bytes` of a snapshot that arrives in pieces: its two parts are read whole."""
+        pieces = []
+        while piece := read(1 << 20):
+            pieces.append(piece)
+        data = b"".join(pieces)
+        if limit is not None and len(data) > limit:
+            raise ValueError(f"rehearsing-GLNN snapshot holds more than {limit} bytes")
+        return cls.from_bytes(data)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, history=None):
         mine, rest = split(data)
         kind = cls.snapshot_kind
         config, state = unpack(mine, kind.magic, kind.version, kind.what, kind.config_type, kind.state_type,

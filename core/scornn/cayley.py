@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from ..jit import kernel
-from ..online.alphabet import unit_uniform
+from ..initialization import unit_uniform
 from ..readout import code_length, first_in_window, join_readout, predict, readout_step
 from .config import ACTIVE, ERR, FILLED, NORM, SYMBOLS
 from .enrnn import short_step

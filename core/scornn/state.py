@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..online.alphabet import unit_uniform
+from ..initialization import unit_uniform
 from .cayley import cayley
 from .config import SCORNNConfig, state_shapes
 

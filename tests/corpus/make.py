@@ -1,5 +1,5 @@
-"""Write the frozen decoding corpus of the current format versions: ``python tests/corpus/make.py [LEVEL ...]`` for
-the byte model's (format 3), ``python tests/corpus/make.py bitwise`` for the bitwise model's (format 4).
+"""Write the frozen decoding corpus of today's byte model: ``python tests/corpus/make.py [LEVEL ...]`` (the default
+byte model's format, 4 since seqd 0.22; with levels, e.g. 1 6 9, a file of each).
 
 Each format version of ``.sqd`` gets one directory, ``tests/corpus/format-<N>/``,
 written by the seqd of that format and never rewritten: every later seqd must
@@ -8,9 +8,10 @@ decode every file in every such directory to the bytes named in its
 This script writes only the current format's directory, and in it only the
 cases it does not hold yet (a new model level, or a new default preset): a
 file once written is never touched again.  The first preset of a format
-names its files ``<case>.sqd``; a later default preset of the same format
-(``container.PRESET``) names its own ``<case>-<preset>.sqd``, so each preset
-a format carries has frozen files of its own.
+names its files ``<case>.sqd``; a later preset of the same format (the
+default byte model's newest, ``core/faces.py``) names its own
+``<case>-<preset>.sqd``, so each preset a format carries has frozen files of
+its own.  A frozen byte model gets no new files.
 
 The inputs are made here, from a fixed seed, so that nothing outside the
 repository is copied into it: a synthetic log, bytes of every value, an
@@ -81,13 +82,11 @@ def cases(levels: list[str], version: int) -> list[tuple[str, bytes, list[str]]]
 
 
 def main() -> int:
-    from seqd.core.bits.config import PRESET as BITWISE_PRESET
-    from seqd.core.container import BYTE_MODEL_FORMAT, FORMAT_VERSION, PRESET
+    from seqd.core.faces import DEFAULT
 
-    bitwise = sys.argv[1:] == ["bitwise"]
-    version, preset = (FORMAT_VERSION, BITWISE_PRESET) if bitwise else (BYTE_MODEL_FORMAT, PRESET)
-    model = ["--model", "bitwise"] if bitwise else []
-    levels = [] if bitwise else sys.argv[1:]  # the byte model's level names to cover, e.g. 1 6 9
+    version, preset = DEFAULT.writes, DEFAULT.versions.preset
+    model: list[str] = []  # seqd compress's default model
+    levels = sys.argv[1:]  # the levels to cover, e.g. 1 6 9
     target = HERE / f"format-{version}"
     target.mkdir(parents=True, exist_ok=True)
     index = target / "MANIFEST.json"

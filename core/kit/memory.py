@@ -44,3 +44,27 @@ def table_array(shape, dtype, huge: bool = True) -> np.ndarray:
         except OSError:
             pass
     return raw[start:start + size].view(dtype).reshape(shape)
+
+
+def advise_huge(array: np.ndarray, first: int, nbytes: int) -> None:
+    """Advise ``MADV_HUGEPAGE`` for the bytes [first, first + nbytes) of ``array`` (one :func:`table_array` made
+    without it), rounded out to huge pages: for a table that grows, once what it uses fills whole huge pages,
+    so that what it touches from then on takes them whole.  Nothing on a system without the advice, or for an
+    array that is not such a mapping."""
+    advice = getattr(mmap, "MADV_HUGEPAGE", None)
+    holder = array  # the array over the whole mapping: the last one before the mapping (or its memoryview)
+    while isinstance(holder.base, np.ndarray):
+        holder = holder.base
+    region = holder.base.obj if isinstance(holder.base, memoryview) else holder.base
+    if advice is None or not isinstance(region, mmap.mmap):
+        return
+    begin = array.ctypes.data + first  # addresses: table_array aligned the array's start to a huge page
+    end = begin + nbytes
+    begin -= begin % HUGE_PAGE
+    end += -end % HUGE_PAGE
+    base = holder.ctypes.data
+    start, stop = max(begin - base, 0), min(end - base, len(region))
+    try:
+        region.madvise(advice, start, stop - start)
+    except OSError:
+        pass

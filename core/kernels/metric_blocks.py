@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from ..jit import inline_kernel
-from ..kernels.transition import quasi_diagonal_block
+from .transition import quasi_diagonal_block
 
 
 @inline_kernel
