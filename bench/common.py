@@ -123,3 +123,33 @@ def report(section: str, text: str, write: bool) -> None:
     print(text)
     if write:
         write_section(section, text)
+
+
+def process_cpu(cmd: list[str], stdout=subprocess.DEVNULL, stdin=None) -> float:
+    """CPU seconds (user + system) of one whole process running ``cmd``; raises if it fails."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE, stdin=stdin)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed: {proc.stderr.decode(errors='replace')[-400:]}")
+    return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def paired_cpu(new: list[str], old: list[str], pairs: int) -> tuple[list[float], list[float]]:
+    """CPU seconds of ``new`` and ``old`` run in turn (new, old, new, old, ...) as whole processes, after one
+    uncounted warm-up pair (kernels in the cache, files in the page cache)."""
+    process_cpu(new), process_cpu(old)
+    a, b = [], []
+    for _ in range(pairs):
+        a.append(process_cpu(new))
+        b.append(process_cpu(old))
+    return a, b
+
+
+def span(values: list[float], digits: int = 2) -> str:
+    """``median (min–max)`` of a few timings."""
+    import statistics
+
+    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"

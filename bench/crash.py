@@ -42,13 +42,13 @@ from soak import rss_bytes  # noqa: E402
 
 from seqd.clients.client import Client  # noqa: E402
 from seqd.clients.errors import ConflictError, SeqdError  # noqa: E402
-from seqd.core.online import OnlineLearner  # noqa: E402
+from seqd.core.learners import learner_for  # noqa: E402
 from seqd.daemon.budget import STREAM_BYTES  # noqa: E402
 from seqd.daemon.learner_store import most_bytes  # noqa: E402
 from seqd.daemon.models import make_config  # noqa: E402
 
 MIB = 1 << 20
-SETTINGS = dict(context_bits=16, history_bits=20, match_bits=18)  # a learner of at most 54 MiB
+SETTINGS = dict(table_bits=16, history_bits=20, match_bits=18)  # the default byte model, at most some 80 MiB
 MAX_CHUNK = 8192  # bytes of a publisher's batch at most
 
 
@@ -164,7 +164,7 @@ def main(argv=None) -> int:
                 # would have resent it): the stream then holds up to one batch more, which is no loss
                 held = stats.accepted if p.acked <= stats.accepted <= p.acked + MAX_CHUNK else p.acked
                 unacknowledged += held > p.acked
-                learner = OnlineLearner(config)
+                learner = learner_for(config)
                 bits = float(learner.learn(np.frombuffer(slices[publishers.index(p)][:held],
                                                          dtype=np.uint8).astype(np.int64)).sum())
                 # (the code length is a sum of the batches' sums, in the order they came and were replayed:

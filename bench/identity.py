@@ -13,12 +13,17 @@ released commit in a virtual environment of its own, made with
 ``../shared/data/logs``:
 
 * ``seqd eval --json``: each file's total code length in bits under the
-  byte-stream default, ``OnlineConfig.bytes_default()``;
+  GLNN byte model's ``OnlineConfig.bytes_default()`` (preset ``bytes-12``,
+  the default byte model until seqd 0.21: ``--preset bytes-12`` from seqd
+  0.22 on);
 * the same under ``OnlineConfig()``, seed 000's GLNN alone (32 units, no
-  context units; the flags that give it are in :data:`GLNN_FLAGS`);
-* ``seqd compress -c``: the SHA-256 of each file's ``.sqd``, header
-  included (the header names the seqd version that wrote it, so two
-  installations of different versions differ there by design).
+  context units; the settings that give it are in :data:`GLNN_SETTINGS`);
+* ``seqd compress -c``: the SHA-256 of each file's ``.sqd`` of the same
+  model, header included (the header names the seqd version that wrote it,
+  so two installations of different versions differ there by design).
+
+An installation is asked which way it takes settings (``--set`` from seqd
+0.22 on, a flag per setting before), so any two can be compared.
 
 Code lengths are compared as exact floating-point values (their ``repr``),
 not rounded: one changed operation anywhere in a learner shows.  The exit
@@ -39,15 +44,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, command_line, machine, report  # noqa: E402
 
 LOGS = ROOT.parent / "shared" / "data" / "logs"
-GLNN_FLAGS = ["--context-orders", "", "--no-column-context", "--no-field-column-context", "--no-word-context",
-              "--no-indirect-context", "--no-number-context", "--match-min", "0", "--units", "32"]  # seqd 0.6 and later
-MAPS_OFF = "--no-probability-maps"  # seqd 0.9 and later: the GLNN's prediction as it is, not refined
+# OnlineConfig() from the byte model's preset: no context units (seqd 0.6 and later), 32 units, and, from seqd 0.9,
+# no probability maps
+GLNN_SETTINGS = {"context_orders": "", "column_context": "false", "field_column_context": "false",
+                 "word_context": "false", "indirect_context": "false", "number_context": "false", "match_min": "0",
+                 "units": "32"}
+MAPS_OFF = {"probability_maps": "false"}
 
 
-def glnn_flags(seqd: str) -> list[str]:
-    """:data:`GLNN_FLAGS`, and the probability maps switched off where the installation has them."""
+def arguments(seqd: str) -> tuple[list[str], list[str], list[str]]:
+    """The installation's ``eval`` arguments for bytes-12 and for OnlineConfig(), and its ``compress`` ones for
+    bytes-12: by ``--set`` (seqd 0.22 on, where bytes-12 is a frozen preset), or a flag per setting (before, where
+    it was the default)."""
     helps = subprocess.run([seqd, "eval", "--help"], capture_output=True, text=True).stdout
-    return GLNN_FLAGS + ([MAPS_OFF] if MAPS_OFF in helps else [])
+    if "--set" in helps:
+        model = ["--preset", "bytes-12"]
+        settings = {**GLNN_SETTINGS, **MAPS_OFF}
+        return model, model + [a for k, v in settings.items() for a in ("--set", f"{k}={v}")], \
+            ["--model", "bytes-12"]
+    flags = []
+    for key, value in GLNN_SETTINGS.items():
+        flag = "--" + key.replace("_", "-")
+        flags += [f"--no-{key.replace('_', '-')}"] if value == "false" else [flag, value]
+    if "--no-probability-maps" in helps:
+        flags.append("--no-probability-maps")
+    return [], flags, []
 
 
 def this_seqd() -> str:
@@ -61,6 +82,8 @@ def this_seqd() -> str:
 
 def measure(seqd: str, files: list[Path]) -> dict:
     """Every figure of one installation: code lengths per file under both configurations, .sqd digests."""
+    default, glnn, compressing = arguments(seqd)
+
     def eval_bits(extra: list[str]) -> dict[str, float]:
         proc = subprocess.run([seqd, "eval", "--json", *extra, *map(str, files)], capture_output=True, text=True)
         if proc.returncode != 0:
@@ -69,11 +92,11 @@ def measure(seqd: str, files: list[Path]) -> dict:
 
     digests = {}
     for path in files:
-        proc = subprocess.run([seqd, "compress", "-c", str(path)], capture_output=True)
+        proc = subprocess.run([seqd, "compress", "-c", *compressing, str(path)], capture_output=True)
         if proc.returncode != 0:
             raise SystemExit(f"{seqd} compress failed on {path}:\n{proc.stderr.decode(errors='replace')}")
         digests[path.name] = (len(proc.stdout), hashlib.sha256(proc.stdout).hexdigest())
-    return {"bytes_default": eval_bits([]), "glnn": eval_bits(glnn_flags(seqd)), "sqd": digests}
+    return {"bytes_default": eval_bits(default), "glnn": eval_bits(glnn), "sqd": digests}
 
 
 def table(files: list[Path], ours: dict, theirs: dict | None) -> tuple[str, bool]:

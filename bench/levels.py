@@ -3,7 +3,7 @@
     python bench/levels.py              # writes docs/benchmarks.md ("Compression levels")
     python bench/levels.py --no-write
 
-For each distinct model of ``container.LEVELS``: the size-weighted bits per
+For each distinct model of the levels (the default byte model's face, ``core/faces.py``): the size-weighted bits per
 byte of its ``.sqd`` files (whole containers) on the nine logs of
 ../shared/data/logs, compression and decompression speed on one core (CPU
 time), the range over the files of its size against the default's (an
@@ -27,12 +27,13 @@ from baselines import held_out_files, log_files  # noqa: E402
 from common import command_line, machine, report  # noqa: E402
 
 from seqd.core import container  # noqa: E402
+from seqd.core.faces import DEFAULT  # noqa: E402
 from seqd.core.learners import first_resident_nbytes  # noqa: E402
 from seqd.core.limits import decoding_memory  # noqa: E402
 
 
 def _levels_of(model: str) -> str:
-    levels = [n for n, m in container.LEVELS.items() if m == model]
+    levels = [n for n, m in DEFAULT.level_names.items() if m == model]
     return f"-{levels[0]}" if len(levels) == 1 else f"-{levels[0]} … -{levels[-1]}"
 
 
@@ -70,8 +71,8 @@ def run() -> str:
     held = held_out_files()
     container.decompress(container.compress(b"warm up the kernels\n" * 10))
     rows = []
-    for model in container.LEVEL_MODELS:
-        config = container.OnlineConfig.bytes_default(**container.LEVEL_MODELS[model])
+    for model, changes in DEFAULT.levels.items():
+        config = DEFAULT.preset(**changes)
         container.compress(b"warm up\n" * 10, config)
         public = _measure(config, files, timed=True)
         own = _measure(config, held, timed=False) if held else None
@@ -91,7 +92,7 @@ def run() -> str:
              "| vs -6, file by file |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        changes = ", ".join(f"{k}={v}" for k, v in container.LEVEL_MODELS[r["model"]].items()) or "—"
+        changes = ", ".join(f"{k}={v}" for k, v in DEFAULT.levels[r["model"]].items()) or "—"
         p, h = r["public"], r["held"]
         lines.append(
             f"| {r['levels']} | {r['model']}: {changes} | {p['bpb']:.4f} | "

@@ -96,13 +96,19 @@ def cmd_files(args) -> int:
 _WORKER = r"""
 import json, sys, time
 import numpy as np
-from seqd.core.online import OnlineConfig, OnlineLearner
 from importlib.metadata import version
+try:  # seqd 0.22 on: the default byte model, whichever it is
+    from seqd.core.container import default_config
+    from seqd.core.learners import learner_for
+    new = lambda: learner_for(default_config())
+except ImportError:  # before: the GLNN byte model was the only default
+    from seqd.core.online import OnlineConfig, OnlineLearner
+    new = lambda: OnlineLearner(OnlineConfig.bytes_default())
 task, paths = sys.argv[1], sys.argv[2:]
 out = {"seqd": version("seqd")}
 if task == "passes":
     data = np.frombuffer(b"".join(open(p, "rb").read() for p in paths), np.uint8).astype(np.int64)
-    learner, passes = OnlineLearner(OnlineConfig.bytes_default()), []
+    learner, passes = new(), []
     for _ in range(3):
         t0 = time.process_time()
         bits = learner.learn(data)
@@ -114,7 +120,7 @@ else:
     for p in paths:
         data = np.frombuffer(open(p, "rb").read(), np.uint8).astype(np.int64)
         t0 = time.process_time()
-        bits = OnlineLearner(OnlineConfig.bytes_default()).learn(data)
+        bits = new().learn(data)
         files.append({"name": p.rsplit("/", 1)[-1], "bytes": len(data), "bits": float(bits.sum()),
                       "cpu": time.process_time() - t0})
     out.update(files=files)
@@ -139,7 +145,8 @@ def cmd_repeats(args) -> int:
     runs = {py: (worker(py, "passes", files), worker(py, "files", files), worker(py, "files", own) if own else None)
             for py in pythons}
     lines = [f"Command: `{command_line('lifelong.py')}`  ", f"Machine: {machine()}", "",
-             "One learner (`OnlineConfig.bytes_default()`, prequential bits/byte), the nine logs back to back "
+             "One learner (the default byte model: `bytes-12` to seqd 0.21, the bitwise model from 0.22; prequential "
+             "bits/byte), the nine logs back to back "
              f"({runs[sys.executable][0]['bytes']:,} bytes) three times:", "",
              "| seqd | pass 1 | pass 2 | pass 3 | passes 2 and 3, bytes | state MiB (full) | in memory MiB |",
              "|---|---:|---:|---:|---:|---:|---:|"]

@@ -51,7 +51,8 @@ from baselines import log_files  # noqa: E402
 from common import command_line, free_port, machine, report, serve_process  # noqa: E402
 
 from seqd.clients.client import Client  # noqa: E402
-from seqd.core.online import OnlineConfig, OnlineLearner  # noqa: E402
+from seqd.core.container import default_config  # noqa: E402  (a byte stream's model)
+from seqd.core.learners import learner_for  # noqa: E402
 from seqd.daemon.config import ServeConfig  # noqa: E402
 
 PUBLISHERS = 8
@@ -64,9 +65,9 @@ def in_process(streams: dict[str, bytes], batch: int, threads: int, nice: int = 
     learning threads do (``worker_nice``): it matters only when other
     processes want the cores too (:func:`floor_run`).
     """
-    learners = {name: OnlineLearner(OnlineConfig.bytes_default()) for name in streams}
+    learners = {name: learner_for(default_config()) for name in streams}
     learners[next(iter(streams))].learn(b"warm up the compiled kernels")
-    learners = {name: OnlineLearner(OnlineConfig.bytes_default()) for name in streams}
+    learners = {name: learner_for(default_config()) for name in streams}
     names = list(streams)
     lock = threading.Lock()
 

@@ -40,7 +40,8 @@ from common import command_line, machine, report, serve_in, wait_until_serving  
 from soak import dir_bytes, rss_bytes  # noqa: E402
 
 from seqd.clients.client import Client  # noqa: E402
-from seqd.core.online import OnlineConfig, OnlineLearner  # noqa: E402
+from seqd.core.container import default_config  # noqa: E402  (a byte stream's model: the default byte model's)
+from seqd.core.learners import learner_for  # noqa: E402
 from seqd.daemon.budget import STREAM_BYTES  # noqa: E402
 from seqd.daemon.learner_store import resident_bytes  # noqa: E402
 
@@ -107,7 +108,7 @@ def main(argv=None) -> int:
         return corpus[at:at + n]
 
     budget = args.budget_mib * MIB
-    learner_bytes = resident_bytes(OnlineConfig.bytes_default())  # a new learner's memory (it grows as it learns)
+    learner_bytes = resident_bytes(default_config())  # a new learner's memory (it grows as it learns)
     with tempfile.TemporaryDirectory() as tmp:
         proc, api, port, state = serve_in(Path(tmp), f"[limits]\nmax_streams = {args.streams + 10}\n"
                                           f"max_state_bytes = {budget}\nhibernate_after_seconds = 0\n"
@@ -171,7 +172,7 @@ def main(argv=None) -> int:
     print("checking every stream against an in-process learner ...", flush=True)
     equal = 0
     for i, n in enumerate(names):
-        learner = OnlineLearner(OnlineConfig.bytes_default())
+        learner = learner_for(default_config())
         bits, at = 0.0, 0
         for size in batches[n]:  # batch by batch, summed as the daemon sums them
             bits += float(learner.learn(piece(i, at, size)).sum())

@@ -29,7 +29,7 @@ from common import ROOT, command_line, machine, report  # noqa: E402
 
 import seqd  # noqa: E402
 from seqd.core import tasks  # noqa: E402
-from seqd.core.container import PRESET, PRESETS  # noqa: E402
+from seqd.core.online.versions import PRESET, PRESETS  # noqa: E402  (the GLNN byte model these ablations study)
 from seqd.core.limits import check_settings  # noqa: E402
 from seqd.core.online import OnlineConfig, OnlineLearner  # noqa: E402
 from seqd.core.online.sources import COLUMN, MATCH, ORDER, WORD  # noqa: E402
