@@ -41,20 +41,11 @@ class BitwiseCoder(Coder):
     """The binary arithmetic coder driven by the model's bit probabilities (``codec.py``)."""
 
     def __init__(self, config: BitsConfig):
-        self._state = codec.encoder_state()
+        super().__init__(codec)
 
     def encode(self, learner, x, out):
         codec.encode_bytes(learner.state, learner._hyper, x, self._state, out)
         learner.settle()
-
-    def written(self) -> int:
-        return int(self._state[codec.POS])
-
-    def finish(self, out) -> int:
-        return codec.finish(self._state, out)
-
-    def start(self, data):
-        self._state = codec.decoder_state(data)
 
     def decode(self, learner, data, out) -> int:
         done = codec.decode_bytes(learner.state, learner._hyper, data, self._state, out)

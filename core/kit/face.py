@@ -95,19 +95,27 @@ class Coder:
     caller has bytes; ``written()`` is the payload's length so far; ``finish(out)`` ends the payload and
     returns its length.  ``start(data)`` begins decoding a payload, ``decode(learner, data, out)`` decodes
     ``len(out)`` bytes into ``out`` (int64), learning each, and returns how many it decoded before the
-    payload ran out.  ``max_encoded_bytes(n)`` bounds any block of n bytes' payload."""
+    payload ran out.  ``max_encoded_bytes(n)`` bounds any block of n bytes' payload.
+
+    ``arithmetic`` is the module of the arithmetic coder's state (``encoder_state()``, ``decoder_state(data)``,
+    ``finish(state, out)``, the index ``POS`` of the bytes written); a model gives ``encode``, ``decode`` and
+    ``max_encoded_bytes``."""
+
+    def __init__(self, arithmetic):
+        self._arithmetic = arithmetic
+        self._state = arithmetic.encoder_state()
 
     def encode(self, learner, x: np.ndarray, out: np.ndarray) -> None:
         raise NotImplementedError
 
     def written(self) -> int:
-        raise NotImplementedError
+        return int(self._state[self._arithmetic.POS])
 
     def finish(self, out: np.ndarray) -> int:
-        raise NotImplementedError
+        return self._arithmetic.finish(self._state, out)
 
     def start(self, data: np.ndarray) -> None:
-        raise NotImplementedError
+        self._state = self._arithmetic.decoder_state(data)
 
     def decode(self, learner, data: np.ndarray, out: np.ndarray) -> int:
         raise NotImplementedError

@@ -49,20 +49,11 @@ class GlnnCoder(Coder):
     """The range coder (``core/coder.py``) driven by the learner's 256-way predictions (``codec.py``)."""
 
     def __init__(self, config: OnlineConfig):
+        super().__init__(range_coder)
         self._freq = freq_buffer(config.alphabet_cap)
-        self._state = range_coder.encoder_state()
 
     def encode(self, learner, x, out):
         encode_symbols(learner.state, learner._hyper, learner._flags, x, self._state, out, self._freq)
-
-    def written(self) -> int:
-        return int(self._state[range_coder.POS])
-
-    def finish(self, out) -> int:
-        return range_coder.finish(self._state, out)
-
-    def start(self, data):
-        self._state = range_coder.decoder_state(data)
 
     def decode(self, learner, data, out) -> int:
         return decode_symbols(learner.state, learner._hyper, learner._flags, data, self._state, out, self._freq)
