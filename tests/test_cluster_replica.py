@@ -47,12 +47,16 @@ def replica(url: str, member: str, log_dir, metrics_port: int = 0) -> subprocess
 def pointers(url: str) -> list[str]:
     """The streams with a snapshot pointer."""
     import nats
+    import nats.js.errors
 
     async def keys():
         nc = await nats.connect(url)
         try:
             kv = await nc.jetstream().key_value("seqd-pointers")
-            return await kv.keys()
+            try:
+                return await kv.keys()
+            except nats.js.errors.NoKeysError:  # none written yet
+                return []
         finally:
             await nc.close()
 
@@ -96,7 +100,7 @@ def test_streams_survive_a_hand_off_and_a_kill_bit_for_bit(tmp_path):
             feed(3, "after the hand-off")
             # every stream snapshotted, at the hand-off or once it has 200 symbols since its last: the take-over
             # below reads snapshots and replays what came after
-            wait_for(lambda: len(pointers(url)) == STREAMS, 10, "every stream snapshotted")
+            wait_for(lambda: len(pointers(url)) == STREAMS, 30, "every stream snapshotted")
             procs["r1"].kill()  # its leases lapse; r2 takes its partitions over from their logs
             procs["r1"].wait(10)
             with client.subscribe(names[0]) as events:  # from one subscription, wherever the stream lives
