@@ -18,11 +18,8 @@ from __future__ import annotations
 import dataclasses
 
 from ..core.learners import MODELS, PRESETS, model_of, settings_of, work_per_symbol
-from ..core.online import OnlineConfig
-from ..core.bits import BitsConfig
-from ..core.bits.versions import BITWISE_MODEL
-from ..core.faces import BYTES_PRESETS
-from ..core.online.versions import GLNN
+from ..core.faces import BITWISE, BYTES_PRESETS, GLNN
+from ..core.online.versions import GLNN as GLNN_PRESET
 
 
 # Earlier versions of a preset, for streams an older seqd created with it: such a stream keeps its model, and
@@ -45,8 +42,8 @@ def _earlier_bytes():
 
 
 EARLIER = {"bytes": _earlier_bytes(),
-           "bitwise": _earlier(BitsConfig, *BITWISE_MODEL.earlier()),
-           "glnn": _earlier(OnlineConfig, *GLNN.earlier())}
+           "bitwise": _earlier(BITWISE.config, *BITWISE.versions.earlier()),
+           "glnn": _earlier(GLNN.config, *GLNN_PRESET.earlier())}  # the glnn preset's own table
 
 
 def is_earlier_preset(config, preset: str | None, overrides: dict | None) -> bool:
