@@ -22,7 +22,7 @@ from common import BENCHMARKS_MD, write_section  # noqa: E402
 
 def section(text: str, name: str) -> str | None:
     m = re.search(rf"<!-- BEGIN {re.escape(name)} -->\n(.*?)<!-- END {re.escape(name)} -->", text, re.S)
-    return m.group(1) if m else None
+    return m.group(1) if m and m.group(1).strip() else None  # an empty section is one not yet written
 
 
 def tables(block: str) -> list[list[dict[str, str]]]:
@@ -64,6 +64,62 @@ def _logs(text: str) -> list[str]:
         name = r["file"].replace("mean (weighted by size)", "**mean, by size**")
         out.append(f"| {name} | **{r['seqd']}** | {r['xz-9e']} | {r['ppmd-o16']} | "
                    f"{r['lstm-compress (ANCHORS)']} | {r['seqd bytes/s']} |")
+    return out
+
+
+def _default(text: str) -> list[str]:
+    """The default byte model beside bytes-12 and the peers on the nine logs, then its memory, a long text and
+    its speed ("One byte model, fast and lifelong"); the older table where its sections are missing."""
+    bits, logs = section(text, "default_bits"), section(text, "online_logs")
+    if bits is None or logs is None:
+        return _logs(text) + [""] + _speed(text) + _bitwise(text)
+    ours = {r["file"]: r for r in tables(bits)[0]}
+    ours["mean (weighted by size)"] = ours["public logs, size-weighted"]
+    out = ["**The default byte model** is the bitwise model (`core/bits`, preset `bitwise-3` since seqd 0.22): what "
+           "`seqd compress`, `seqd eval` and a daemon's `bytes` streams use. It took over from the GLNN byte model "
+           "(`bytes-12`, still served and decoded by name) because it codes in fewer bits, learns faster and "
+           "holds as long a memory (\"One byte model, fast and lifelong\").", "",
+           f"**On the nine public logs** (prequential bits/byte, one pass per file; `{header_line(bits, 'Command')}"
+           f"`, {header_line(bits, 'Machine')}; the peers from \"Real logs\"):", "",
+           "| file | seqd (bitwise-3) | seqd bytes-12 | xz -9e | PPMd o16 | LSTM (lstm-compress) | seqd bytes/s |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in tables(logs)[0]:
+        mine = ours.get(r["file"])
+        if mine is None:
+            continue
+        name = r["file"].replace("mean (weighted by size)", "**mean, by size**")
+        out.append(f"| {name} | **{float(mine['default (bitwise-3)']):.3f}** | {float(mine['bytes-12']):.3f} | "
+                   f"{r['xz-9e']} | {r['ppmd-o16']} | {r['lstm-compress (ANCHORS)']} | {mine['default bytes/s']} |")
+    held = ours.get("held-out logs, size-weighted")
+    out.append("")
+    if held:
+        out.append(f"- **Logs that chose nothing** (this machine's own): {held['default (bitwise-3)']} bits/byte "
+                   f"against `bitwise-2`'s {held['bitwise-2']} and `bytes-12`'s {held['bytes-12']}.")
+    memory = section(text, "default_memory")
+    if memory is not None:
+        row = next(r for r in tables(memory)[0] if r["model"].startswith("default"))
+        old = next(r for r in tables(memory)[0] if r["model"] == "bytes-12")
+        cpu = re.search(r"ratio ([\d.]+)", memory)
+        out.append(f"- **Memory**: the nine logs three times over, passes 2 and 3 cost {row['pass 2']} / "
+                   f"{row['pass 3']} bits/byte (`bytes-12` {old['pass 2']} / {old['pass 3']}); a new stream holds "
+                   f"{row['new stream MiB']} MiB (`bytes-12` {old['new stream MiB']}); `seqd compress` of that file "
+                   f"in {cpu.group(1) if cpu else '?'} of `bytes-12`'s CPU time.")
+    long_text = section(text, "default_text")
+    if long_text is not None:
+        sizes, repeats = tables(long_text)[:2]
+        mine = next(r for r in sizes if r["compressor"].startswith("default"))
+        peers = "; ".join(f"{r['compressor']} {r['compressed bytes']}" for r in sizes
+                          if not r["compressor"].startswith(("default", "bytes-", "bitwise-")))
+        again = next(r for r in repeats if r["model"].startswith("default"))
+        out.append(f"- **A text of {mine['bytes']} bytes** ({mine['file']}, no log): {mine['compressed bytes']} "
+                   f"bytes ({peers}); followed by its first MiB again, the repeat costs "
+                   f"{again['the repeat, bits/byte']} bits/byte.")
+    speed = section(text, "default_speed")
+    if speed is not None:
+        cells = "; ".join(f"{r['command']} {r['new / reference (median)']}" for r in tables(speed)[0])
+        xz = re.search(r"takes ([\d.]+) times xz -9e's CPU time", speed)
+        out.append(f"- **Speed against seqd 0.16**, CPU time of whole processes, paired, new / old: {cells}"
+                   + (f"; `seqd compress` takes {xz.group(1)} times `xz -9e`'s CPU time." if xz else "."))
     return out
 
 
@@ -178,8 +234,7 @@ def _table1(text: str) -> list[str]:
 def summary(text: str) -> str:
     lines = ["Made by `python bench/summary.py` from the sections named; each figure's machine and command are "
              "in its section.", ""]
-    lines += (_logs(text) + [""] + _speed(text) + _bitwise(text) + _compressor(text) + _daemon(text) + _cluster(text)
-              + _table1(text))
+    lines += _default(text) + _compressor(text) + _daemon(text) + _cluster(text) + _table1(text)
     return "\n".join(lines)
 
 
