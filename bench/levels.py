@@ -29,7 +29,7 @@ from common import command_line, machine, report  # noqa: E402
 from seqd.core import container  # noqa: E402
 from seqd.core.faces import DEFAULT  # noqa: E402
 from seqd.core.learners import first_resident_nbytes  # noqa: E402
-from seqd.core.limits import decoding_memory  # noqa: E402
+from seqd.core.limits import DEFAULT_MEMORY_LIMIT, decoding_memory  # noqa: E402
 
 
 def _levels_of(model: str) -> str:
@@ -103,7 +103,7 @@ def run() -> str:
                f"{_spread(h['sizes'], default['held']['sizes'])} |" if h else "— | — | — |"))
     lines += ["", "Bits per byte are whole `.sqd` files (header and framing included), size-weighted; speeds are "
               "CPU time on one core; 'decoding MiB' is the state plus the buffers of one 4 MiB block, what "
-              "`--memory-limit` (default 1 GiB) is checked against."]
+              f"`--memory-limit` (default {DEFAULT_MEMORY_LIMIT >> 30} GiB) is checked against."]
     return "\n".join(lines)
 
 
