@@ -79,8 +79,9 @@ def _default(text: str) -> list[str]:
            "`seqd compress`, `seqd eval` and a daemon's `bytes` streams use. It took over from the GLNN byte model "
            "(`bytes-12`, still served and decoded by name) because it codes in fewer bits, learns faster and "
            "holds as long a memory (\"One byte model, fast and lifelong\").", "",
-           f"**On the nine public logs** (prequential bits/byte, one pass per file; `{header_line(bits, 'Command')}"
-           f"`, {header_line(bits, 'Machine')}; the peers from \"Real logs\"):", "",
+           f"**On the nine public logs** (prequential bits/byte, one pass per file; "
+           f"{header_line(bits, 'Command').split(' (')[0]}, {header_line(bits, 'Machine')}; the peers from "
+           "\"Real logs\"):", "",
            "| file | seqd (bitwise-3) | seqd bytes-12 | xz -9e | PPMd o16 | LSTM (lstm-compress) | seqd bytes/s |",
            "|---|---:|---:|---:|---:|---:|---:|"]
     for r in tables(logs)[0]:
