@@ -62,10 +62,7 @@ def main(argv=None) -> int:
     sub = p.add_subparsers(dest="what", required=True)
     b = sub.add_parser("bits", help="each log's bits/byte with the bitwise model and with bytes-12")
     b.set_defaults(run=cmd_bits)
-    s = sub.add_parser("speed", help="CPU time in paired whole processes against another seqd")
-    s.add_argument("--reference", required=True, metavar="SEQD", help="the seqd program of the release to compare")
-    s.add_argument("--pairs", type=int, default=5, help="counted pairs per command (default 5)")
-    s.set_defaults(run=cmd_speed)
+    s = default_model.speed_parser(sub, cmd_speed)
     for q in (b, s):
         q.add_argument("--write", action="store_true", help="record the table in docs/benchmarks.md")
     args = p.parse_args(argv)

@@ -291,6 +291,15 @@ def speed_lines(script: str, reference: str, pairs: int, eval_flags=(), compress
     return lines
 
 
+def speed_parser(sub, run):
+    """The ``speed`` subcommand's parser (``--reference``, ``--pairs``), running ``run``."""
+    s = sub.add_parser("speed", help="CPU time in paired whole processes against another seqd")
+    s.add_argument("--reference", required=True, metavar="SEQD", help="the seqd program of the release to compare")
+    s.add_argument("--pairs", type=int, default=5, help="counted pairs per command (default 5)")
+    s.set_defaults(run=run)
+    return s
+
+
 def cmd_speed(args) -> int:
     if not log_files():
         print("bench/default_model.py: no logs in ../shared/data/logs", file=sys.stderr)
@@ -310,10 +319,7 @@ def main(argv=None) -> int:
     t = sub.add_parser("text", help="a real text of 8 MiB or more, and its repeat")
     t.add_argument("files", nargs="*", help="the texts (default: the Node.js API documentation's all.html)")
     t.set_defaults(run=cmd_text)
-    s = sub.add_parser("speed", help="CPU time in paired whole processes against another seqd")
-    s.add_argument("--reference", required=True, metavar="SEQD", help="the seqd program of the release to compare")
-    s.add_argument("--pairs", type=int, default=5, help="counted pairs per command (default 5)")
-    s.set_defaults(run=cmd_speed)
+    s = speed_parser(sub, cmd_speed)
     for q in (b, m, t, s):
         q.add_argument("--write", action="store_true", help="record the table in docs/benchmarks.md")
     args = p.parse_args(argv)
