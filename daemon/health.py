@@ -5,7 +5,10 @@ protocol.
   quarter of a second (its housekeeping), and each turn is recorded here; a
   loop that has not turned for :data:`STALL_SECONDS` is stuck, and a
   supervisor should restart the process.  Slow learning is not a stall: the
-  workers learn beside the loop.
+  workers learn beside the loop.  Where the workers are watched
+  (:class:`WatchedPool`, a cluster replica's), a worker that has run one job
+  for :data:`WORKER_STALL_SECONDS` is stuck too; long snapshots, loads and
+  hand-offs are many jobs, each far shorter, and are not.
 * **Ready** (``/readyz``): the streams are restored, the sockets bound, the
   loop turns, and the server is not stopping.  While the streams are being
   restored (the probes are served from the start), the body says how far the
@@ -23,23 +26,31 @@ is sent when the variable is absent.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import socket
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 log = logging.getLogger("seqd")
 
 STALL_SECONDS = 10.0  # a loop that has not turned for this long is stuck
+# a worker on one job this long is stuck: the longest job is a batch of [limits] max_batch_symbols (1 Mi) learned
+# by the slowest byte model (some 40 KB/s: 26 s), or a snapshot of the largest learner (seconds)
+WORKER_STALL_SECONDS = 300.0
 
 
 class Health:
     """What the loop tells (:meth:`serving`, :meth:`turned`, :meth:`stopping`) and the probes ask
     (:meth:`live`, :meth:`ready`); ``clock`` is the loop's monotonic clock."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic, environ: dict | None = None):
+    def __init__(self, clock: Callable[[], float] = time.monotonic, environ: dict | None = None,
+                 workers: "WatchedPool | None" = None):
         self._clock = clock
+        self._workers = workers
         self._turn: float | None = None
         self._state = "starting"
         self._notify = Notifier(os.environ if environ is None else environ)
@@ -84,6 +95,10 @@ class Health:
         stalled = self._clock() - self._turn
         if stalled > STALL_SECONDS:
             return False, f"stuck: the I/O loop has not turned for {stalled:.1f} s\n"
+        if self._workers is not None:
+            seconds, job = self._workers.longest()
+            if seconds > WORKER_STALL_SECONDS:
+                return False, f"stuck: a worker has run one job ({job}) for {seconds:.1f} s\n"
         return True, "ok\n"
 
     def ready(self) -> tuple[bool, str]:
@@ -120,3 +135,44 @@ class Notifier:
                 sock.sendto(message.encode(), self.address)
         except OSError as exc:  # the service manager's business, never a reason to stop serving
             log.warning("could not notify the service manager (%s): %s", message.split("\n")[0], exc)
+
+
+class WatchedPool(ThreadPoolExecutor):
+    """A thread pool that knows what each of its workers runs, and since when (:meth:`longest`), for
+    :meth:`Health.live`."""
+
+    def __init__(self, *args, clock: Callable[[], float] = time.monotonic, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._clock = clock
+        self._running: dict[int, tuple[float, str]] = {}  # a job's number: when it began, what it is
+        self._guard = threading.Lock()
+        self._jobs = itertools.count()
+
+    def submit(self, fn, /, *args, **kwargs):
+        return super().submit(self._watched, fn, args, kwargs)
+
+    def _watched(self, fn, args, kwargs):
+        with self._guard:
+            key = next(self._jobs)
+            self._running[key] = (self._clock(), _job_name(fn))
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            with self._guard:
+                del self._running[key]
+
+    def longest(self) -> tuple[float, str]:
+        """The seconds the longest-running job has run, and what it is ((0, "") when none runs)."""
+        with self._guard:
+            jobs = list(self._running.values())
+        if not jobs:
+            return 0.0, ""
+        began, name = min(jobs)
+        return self._clock() - began, name
+
+
+def _job_name(fn) -> str:
+    """What a job is: its function, and the stream it works for where it is a stream's method."""
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    owner = getattr(getattr(fn, "__self__", None), "name", None)
+    return f"{name} of stream {owner}" if isinstance(owner, str) else name

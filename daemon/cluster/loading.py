@@ -1,6 +1,6 @@
 """Loading a replica's streams (``replica.py``): from a snapshot and the log records after it, each checked by
-the chain and learned as the first owner learned it (the same bits); a stream whose snapshot covers its whole
-log taken up asleep (``residency.py``), its snapshot read back only when it wakes."""
+the chain and queued to be learned as the first owner learned it (the same bits); a stream whose snapshot
+covers its whole log taken up asleep (``residency.py``), its snapshot read back only when it wakes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from concurrent.futures import Executor
 from ...core.learners import learner_for, model_of
 from .. import snapshot_file, stream_meta
 from ..learner_store import RECENT, learner_bound
-from ..views import recent_after
 from .engine import LOG_STREAM
 from .log import StreamLog, StreamWriter, Tail
 from .ownership import Lease
@@ -40,12 +39,15 @@ class Loader:
 
     def __init__(self, log: StreamLog, snapshots: Snapshots, pool: Executor, max_state_bytes: int):
         self.log, self.snapshots, self.pool, self.max_state_bytes = log, snapshots, pool, max_state_bytes
-        self.replayed = 0  # log records replayed, in all
+        self.records_read = 0  # log records read after a snapshot (or from a log's start), in all
 
     async def load(self, name: str, subject: str, lease: Lease) -> ClusterStream | None:
-        """A stream from its snapshot and log (the same bits as its last owner's), or None if it was dropped
-        (its remains are removed)."""
-        loop = asyncio.get_running_loop()
+        """A stream from its snapshot and log, or None if it was dropped (its remains are removed).
+
+        The records after the snapshot are read and checked by the chain here, but not learned: they are the
+        stream's queue (``ClusterStream.queue_batch``), learned in order by the replica once it serves the
+        stream, the same bits as its last owner's.  So a stream is served, its publishes appended and
+        acknowledged, as soon as its log is read, however much of it is left to learn."""
         pointer = await self.snapshots.latest(name)
         learner, created, config, position, code_bits, recent, batches = None, 0.0, None, 0, 0.0, None, []
         if pointer is not None:
@@ -60,29 +62,33 @@ class Loader:
             chain, after = Chain(start=pointer.chain_start), pointer.seq
         else:
             chain, after, tail = Chain(), 0, None
+        learned, pending = tail, []  # where the learner stands; the batches after it, with the tail after each
         batch_ids = list(batches)
         async for seq, record in self.log.records(subject, after, chain):
             if record.kind == CREATE:
                 _, created, config = stream_meta.parse(record.body, f"the log of {name}", name,
                                                        self.max_state_bytes)
                 learner = learner_for(config)
-            elif record.kind == BATCH:
-                symbols = symbols_of(record.body, record.itemsize)
-                bits = await loop.run_in_executor(self.pool, learner.learn, symbols)
-                code_bits += float(bits.sum())
-                recent = recent_after(recent, bits)
-                if record.batch_id:
-                    batch_ids.append((record.batch_id, record.position, record.end))
             elif record.kind == DROP:
                 await self.remove(name, subject)
                 return None
             tail = Tail(seq, digest(record.encode()), record.end)
-            self.replayed += 1
+            if record.kind == BATCH:
+                pending.append((symbols_of(record.body, record.itemsize), tail))
+                if record.batch_id:
+                    batch_ids.append((record.batch_id, record.position, record.end))
+            elif not pending:  # (the creation: the learner stands after it)
+                learned = tail
+            self.records_read += 1
         if learner is None:
             return None
         writer = StreamWriter(self.log, name, subject, tail, lease.token)
-        return ClusterStream(name, created, config, writer, learner, learner.stats["symbols"], code_bits, recent,
-                             batch_ids, snapshot_seq=pointer.seq if pointer is not None else 0)
+        stream = ClusterStream(name, created, config, writer, learner, position, code_bits, recent, batch_ids,
+                               snapshot_seq=pointer.seq if pointer is not None else 0)
+        stream.learned_tail = learned
+        for symbols, after_it in pending:
+            stream.queue_batch(symbols, after_it)
+        return stream
 
     async def read_snapshot(self, name: str, pointer: Pointer, config):
         """(position, code_bits, recent, learner, batches) of the snapshot ``pointer`` names."""

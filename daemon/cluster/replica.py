@@ -33,7 +33,6 @@ import logging
 import os
 import socket
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,6 +45,7 @@ from ...clients.protocol import Reply, Request
 from ...core.learners import learner_for, model_of
 from .. import stream_meta, wal
 from ..config import ServeConfig
+from ..health import WatchedPool
 from ..learner_store import resident_bytes
 from ..models import config_dict, make_config
 from ..requests import prediction
@@ -64,6 +64,8 @@ log = logging.getLogger("seqd")
 
 LEFT_SECONDS = 2.0  # a request for a partition that left this long ago or less is answered "busy, send again"
 LOADS_AT_ONCE = 8  # a gained partition's streams loading at once: their requests to the engine overlap
+HAND_OFF_SNAPSHOTS = 5.0  # seconds a planned hand-off gives its streams' snapshots before it goes on without
+LEARN_RETRY = 1.0  # seconds before a learner that could not be read back is tried again (doubling to a minute)
 
 
 @dataclass
@@ -84,7 +86,7 @@ class Replica:
         self.config, self.settings = config, settings
         self.member = member or f"{socket.gethostname().split('.')[0]}-{os.getpid()}"
         self.limits = P.Limits(max_message_bytes=config.max_message_bytes, max_batch_symbols=config.max_batch_symbols)
-        self.pool = ThreadPoolExecutor(max_workers=config.worker_count, thread_name_prefix="seqd-worker")
+        self.pool = WatchedPool(max_workers=config.worker_count, thread_name_prefix="seqd-worker")
         self.held: dict[int, Held] = {}
         self.left: dict[int, float] = {}  # when each partition given up last left (monotonic)
         self.loading: dict[int, asyncio.Task] = {}  # partitions gained whose streams are loading
@@ -121,7 +123,7 @@ class Replica:
                  ", ".join(self.settings.servers), self.settings.partitions)
         self.telemetry.health.serving()
         keeping = asyncio.create_task(self.keeper.run(stop))
-        ticking = asyncio.create_task(self._tick())
+        ticking, beating = asyncio.create_task(self._tick()), asyncio.create_task(self._beat())
         await stop.wait()
         ticking.cancel()
         self.telemetry.health.stopping()
@@ -133,21 +135,29 @@ class Replica:
         for sub in control:
             await sub.unsubscribe()
         await self.engine.close()
+        beating.cancel()
         self.pool.shutdown()
         log.info("replica %s left the cluster", self.member)
 
-    async def _tick(self) -> None:
-        """Every second: the event loop's turn, for ``/healthz``, and the snapshots due (``[durability]``'s
-        ``snapshot_interval_symbols`` learned since a stream's last, or ``snapshot_interval_seconds`` passed
-        with its log moved), which bound what a take-over after a crash replays."""
+    async def _beat(self) -> None:
+        """The event loop's turn, for ``/healthz`` and systemd's watchdog, four times a second: nothing else
+        runs in this task, so only a loop that does not turn (or a worker stuck, ``Workers``) looks stuck."""
         while True:
             self.telemetry.health.turned()
+            await asyncio.sleep(0.25)
+
+    async def _tick(self) -> None:
+        """Every second: the snapshots due (``[durability]``'s ``snapshot_interval_symbols`` learned since a
+        stream's last, or ``snapshot_interval_seconds`` passed with its learner moved), which bound what a
+        take-over learns again after a crash; then the learners idle long enough hibernate."""
+        while True:
             now = time.monotonic()
             for held in list(self.held.values()):
                 for stream in list(held.streams.values()):
-                    if stream.snapshotted or stream.lock.locked():
+                    tail = stream.learned_tail
+                    if stream.asleep or tail is None or tail.seq == stream.snapshot_seq:
                         continue
-                    if (stream.accepted - stream.snapshot_position >= self.config.snapshot_interval_symbols
+                    if (stream.position - stream.snapshot_position >= self.config.snapshot_interval_symbols
                             or now - stream.snapshot_time >= self.config.snapshot_interval_seconds):
                         try:
                             await self._snapshot(stream)
@@ -183,7 +193,7 @@ class Replica:
 
     async def _load_partition(self, partition: int, lease: Lease) -> None:
         t0 = time.monotonic()
-        held, replayed = Held(lease), self.loader.replayed
+        held = Held(lease)
         loading = asyncio.Semaphore(LOADS_AT_ONCE)
 
         async def load(subject: str) -> None:
@@ -201,26 +211,29 @@ class Replica:
             asyncio.create_task(self._on_request(partition, msg))
 
         held.subscription = await self.engine.nc.subscribe(C.request_subject(partition), cb=on_message)
+        for stream in held.streams.values():  # served from here on; what the log holds past a snapshot, learned
+            self._start_learning(stream)
         seconds = time.monotonic() - t0
         self.telemetry.stall.observe(seconds)
-        log.info("replica %s serves partition %d: %d stream(s) loaded in %.2f s (%d log records replayed)",
-                 self.member, partition, len(held.streams), seconds, self.loader.replayed - replayed)
+        behind = [s for s in held.streams.values() if s.queued]
+        log.info("replica %s serves partition %d: %d stream(s) loaded in %.2f s (%d of them with %d log records "
+                 "to learn)", self.member, partition, len(held.streams), seconds, len(behind),
+                 sum(len(s.queue) for s in behind))
 
     async def lose(self, partition: int, planned: bool) -> None:
         loading = self.loading.pop(partition, None)
         if loading is not None and loading is not asyncio.current_task():
             loading.cancel()
             await asyncio.gather(loading, return_exceptions=True)
+            log.info("replica %s: partition %d moved while its streams were loading: the load stopped",
+                     self.member, partition)
         held = self.held.get(partition)
         if held is None:
             return
-        if planned:  # first, while still serving (the lease holds): the next owner replays only what comes after
-            for stream in list(held.streams.values()):
-                try:
-                    await self._snapshot(stream)
-                except Exception as exc:  # the log holds it all: the next owner replays further
-                    log.warning("stream %s: not snapshotted at hand-off: %s: %s", stream.name,
-                                type(exc).__name__, exc)
+        if planned:  # first, while still serving (the lease holds): the next owner learns only what comes after
+            await self._snapshot_for_hand_off(partition, held)
+        if self.held.get(partition) is not held:  # lost meanwhile (its lease, or a fenced append)
+            return
         del self.held[partition]
         self.left[partition] = time.monotonic()
         for stream in held.streams.values():
@@ -235,14 +248,33 @@ class Replica:
             await asyncio.wait(list(others), timeout=self.settings.request_timeout)
         log.info("replica %s %s partition %d", self.member, "handed off" if planned else "lost", partition)
 
+    async def _snapshot_for_hand_off(self, partition: int, held: Held) -> None:
+        """Each stream of a partition about to be handed off snapshotted as its learner stands, appends going
+        on meanwhile, within :data:`HAND_OFF_SNAPSHOTS` seconds in all.  What is not snapshotted by then is in
+        the log: the next owner learns it (it serves the stream first), and the hand-off goes on."""
+        async def every():
+            for stream in list(held.streams.values()):
+                try:
+                    await self._snapshot(stream)
+                except Exception as exc:  # the log holds it all: the next owner learns more of it
+                    log.warning("stream %s: not snapshotted at hand-off: %s: %s", stream.name,
+                                type(exc).__name__, exc)
+
+        try:
+            await asyncio.wait_for(every(), HAND_OFF_SNAPSHOTS)
+        except asyncio.TimeoutError:
+            log.info("replica %s: partition %d's snapshots took over %g s: handed off with what they reached",
+                     self.member, partition, HAND_OFF_SNAPSHOTS)
+
     async def _snapshot(self, stream: ClusterStream) -> int:
-        """Drain, then snapshot the stream if its log moved since its last one, and compact the log below.
-        One at a time per stream: two at the same tail would write one object twice."""
+        """Snapshot the learner as it stands, between two of its batches, if it has learned past its last
+        snapshot, and compact the log below; returns the position snapshotted.  Appends go on meanwhile: the
+        batches accepted and not yet learned stay in the log, after the snapshot.  One snapshot at a time per
+        stream: two at the same record would write one object twice."""
         async with stream.snapshotting:
-            async with stream.lock:
-                await self._drained(stream)
-                tail = stream.writer.tail
-                if stream.snapshotted:
+            async with stream.stepping:
+                tail = stream.learned_tail
+                if stream.asleep or tail is None or tail.seq == stream.snapshot_seq:
                     return stream.position
                 data = await asyncio.get_running_loop().run_in_executor(self.pool, stream.snapshot_bytes)
             meta = stream_meta.encode(stream.name, stream.created, stream.config)
@@ -253,9 +285,16 @@ class Replica:
             stream.snapshot_time = time.monotonic()
             return tail.position
 
-    async def _drained(self, stream: ClusterStream) -> None:
-        async with stream.learned:
-            await stream.learned.wait_for(lambda: stream.position == stream.accepted)
+    async def _learned_to(self, stream: ClusterStream, position: int, seconds: float) -> bool:
+        """Wait up to ``seconds`` for the stream to have learned ``position`` symbols; whether it has."""
+        if stream.position >= position:
+            return True
+        try:
+            async with stream.learned:
+                await asyncio.wait_for(stream.learned.wait_for(lambda: stream.position >= position), seconds)
+        except asyncio.TimeoutError:
+            return False
+        return True
 
     # -- requests ----------------------------------------------------------------------------------
     async def _on_request(self, partition: int, msg) -> None:
@@ -306,18 +345,16 @@ class Replica:
         if req.op == "predict" and stream.view is None:
             await self.residency.wake(stream)  # taken up asleep: its snapshot read on its first prediction
         if req.op == "predict":
-            if stream.view.position < req.min_position:
-                try:
-                    async with stream.learned:
-                        await asyncio.wait_for(stream.learned.wait_for(
-                            lambda: stream.view.position >= req.min_position), req.wait_ms / 1000)
-                except asyncio.TimeoutError:
-                    return Reply.failure(req.id, P.TIMEOUT, f"stream {stream.name!r} has learned "
-                                         f"{stream.view.position} symbols, fewer than {req.min_position}")
+            if not await self._learned_to(stream, req.min_position, req.wait_ms / 1000):
+                return Reply.failure(req.id, P.TIMEOUT, f"stream {stream.name!r} has learned "
+                                     f"{stream.view.position} symbols, fewer than {req.min_position}")
             return prediction(req, stream)
         if req.op == "stats":
             return Reply.success(req.id, **self._stream_stats(stream, partition))
-        if req.op == "snapshot":
+        if req.op == "snapshot":  # of everything accepted before it: its learner catches up first
+            if not await self._learned_to(stream, stream.accepted, self.settings.request_timeout):
+                return Reply.failure(req.id, P.BUSY, f"stream {stream.name!r} has {stream.queued} symbols still "
+                                     "to learn; retry later", retry_after_ms=1000)
             return Reply.success(req.id, stream=stream.name, position=await self._snapshot(stream))
         if req.op == "drop":
             async with stream.lock:
@@ -351,7 +388,7 @@ class Replica:
         self.residency.serve(stream)
         async with stream.lock:
             try:
-                await writer.create(stream_meta.encode(req.stream, created, config))
+                stream.learned_tail = await writer.create(stream_meta.encode(req.stream, created, config))
             except BaseException:
                 held.streams.pop(req.stream, None)
                 self.residency.forget(stream)
@@ -382,31 +419,53 @@ class Replica:
             body = symbols.astype(np.uint8 if itemsize == 1 else "<u2").tobytes()
             start = stream.accepted
             t0 = time.perf_counter()
-            await stream.writer.batch(body, len(symbols), itemsize, req.batch or b"")
+            tail = await stream.writer.batch(body, len(symbols), itemsize, req.batch or b"")
             self.telemetry.append.observe(time.perf_counter() - t0)
             if req.batch is not None:
                 stream.batch_ids.add(req.batch, start, stream.accepted)
-            stream.queue.append(symbols_of(body, itemsize))
-            stream.queued += len(symbols)
-            if stream.learning is None or stream.learning.done():
-                stream.learning = asyncio.create_task(self._learn(stream))
+            stream.queue_batch(symbols_of(body, itemsize), tail)
+            self._start_learning(stream)
             return Reply.success(req.id, stream=stream.name, position=stream.accepted, queued=stream.queued)
 
+    def _start_learning(self, stream: ClusterStream) -> None:
+        """The stream's queue learned in a task of its own, unless one is at it."""
+        if stream.queue and (stream.learning is None or stream.learning.done()):
+            stream.learning = asyncio.create_task(self._learn(stream))
+
     async def _learn(self, stream: ClusterStream) -> None:
+        """Learn the stream's queue in order, a batch at a time on the workers, for as long as this replica
+        serves it.  A learner that cannot be read back from its snapshot is tried again, after
+        :data:`LEARN_RETRY` seconds, doubling to a minute: a queue is never left behind with nobody at it."""
         loop = asyncio.get_running_loop()
-        try:
-            await self.residency.wake(stream)
-        except Exception as exc:  # the batches stay queued (and in the log): the next publish tries again
-            log.error("stream %s: its learner could not be read back from its snapshot: %s: %s", stream.name,
-                      type(exc).__name__, exc)
-            return
-        while stream.queue:
-            symbols = stream.queue.pop(0)
-            bits = await loop.run_in_executor(self.pool, stream.learn, symbols)
+        retry = LEARN_RETRY
+        while stream.queue and stream in self.residency.streams:
+            try:
+                await self.residency.wake(stream)
+            except Exception as exc:  # the batches stay queued (and in the log)
+                log.error("stream %s: its learner could not be read back from its snapshot (tried again in %g s): "
+                          "%s: %s", stream.name, retry, type(exc).__name__, exc)
+                await asyncio.sleep(retry)
+                retry = min(2 * retry, 60.0)
+                continue
+            retry = LEARN_RETRY
+            async with stream.stepping:
+                symbols, tail = stream.queue[0]
+                try:
+                    bits = await loop.run_in_executor(self.pool, stream.learn, symbols)
+                except Exception:  # a learner that failed mid-batch cannot go on: its log keeps every batch
+                    log.exception("stream %s: its learner failed on a batch; it learns no more here (the log "
+                                  "keeps its batches for the partition's next owner)", stream.name)
+                    return
+                stream.queue.pop(0)
+                stream.learned_tail = tail
             stream.queued -= len(symbols)
             stream.last_active = time.monotonic()
             self.residency.grew(stream)
-            await self.residency.make_room(0, keep=stream)
+            try:
+                await self.residency.make_room(0, keep=stream)
+            except Exception as exc:  # another stream could not hibernate (its snapshot not written): said, and on
+                log.warning("replica %s: no room made after stream %s's batch: %s: %s", self.member, stream.name,
+                            type(exc).__name__, exc)
             view = stream.view
             event = P.Event(stream.name, view.position, len(symbols), bits,
                             tuple((int(s), float(p)) for s, p in view.top(5)), view.escape)

@@ -1,6 +1,13 @@
 """One stream of a partition a replica holds (``replica.py``): its learner (or none while it hibernates,
 ``residency.py``), the writer of its log, the batches accepted and not yet learned, the view it serves, and
-its snapshot's bytes."""
+its snapshot's bytes.
+
+Appending and learning go at their own paces: a batch is acknowledged once
+the log has it (``lock``, one append at a time), and learned later, in
+order, from ``queue``, each with the log's tail after it.  ``learned_tail``
+is where the learner stands in the log, so that a snapshot can be taken of
+the learner as it is, between two batches (``stepping``), without holding
+appends back until the queue is learned."""
 
 from __future__ import annotations
 
@@ -13,7 +20,7 @@ from .. import snapshot_file, sparse
 from ..batch_ids import BatchIds
 from ..learner_store import RECENT, RECENT_BYTES
 from ..views import View, learner_stats, recent_after
-from .log import StreamWriter
+from .log import StreamWriter, Tail
 
 
 class ClusterStream:
@@ -29,9 +36,11 @@ class ClusterStream:
         self.snapshot_seq = snapshot_seq  # the log record the latest snapshot stands on (0: none)
         self.snapshot_position = position if snapshot_seq else 0
         self.snapshot_time = time.monotonic()
-        self.queue: list[np.ndarray] = []
+        self.queue: list[tuple[np.ndarray, Tail]] = []  # accepted, not learned: each batch and the tail after it
         self.queued = 0
+        self.learned_tail: Tail | None = writer.tail  # the log's record the learner has learned up to
         self.lock = asyncio.Lock()  # appends, one at a time and in order
+        self.stepping = asyncio.Lock()  # one batch learned, or the learner snapshotted, at a time
         self.waking = asyncio.Lock()  # one read of the snapshot at a time
         self.snapshotting = asyncio.Lock()  # one snapshot at a time
         self.learned = asyncio.Condition()
@@ -61,6 +70,11 @@ class ClusterStream:
     @property
     def asleep(self) -> bool:
         return self.learner is None
+
+    def queue_batch(self, symbols: np.ndarray, tail: Tail) -> None:
+        """A batch accepted (the log's tail is ``tail`` after it), to be learned in turn."""
+        self.queue.append((symbols, tail))
+        self.queued += len(symbols)
 
     @property
     def snapshotted(self) -> bool:

@@ -17,7 +17,9 @@
 ``/readyz`` is true once the replica serves every partition it should
 (``wanted`` ⊆ ``owned``), and false while it holds no lease it needs, or
 while it is joining (connected, its keeper's first round not finished) or
-leaving; ``/healthz`` is true while its event loop turns.  Both, and
+leaving; ``/healthz`` is true while its event loop turns (a task of its own
+beats four times a second, so snapshots, loads and hand-offs never hold it
+back) and no worker has run one job for ``WORKER_STALL_SECONDS``.  Both, and
 systemd's notify protocol, are the single-machine daemon's
 (``daemon/health.py``), told by the replica: connected, each tick of its
 loop, the stop.
@@ -42,7 +44,7 @@ class ReplicaTelemetry:
                                 buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5),
                                 registry=registry)
         registry.register(self)
-        self.health = Health()
+        self.health = Health(workers=getattr(replica, "pool", None))
 
     def describe(self):
         return []
