@@ -12,14 +12,11 @@ Every round (:meth:`PartitionKeeper.step`, each ``ttl / 4`` seconds by
    it serves nothing it no longer holds.  One the engine did not answer for
    (a timeout: a node failing over) is tried again at the next round, and
    lost only at its deadline;
-4. hands off each partition it holds but should not, one at a time, in a
-   task of its own (:meth:`PartitionKeeper._hand_offs`), so that no round,
-   and no renewal, ever waits for one: ``on_lose(p, planned=True)`` (the
-   owner's part: snapshot while still serving, within a deadline of its own,
-   then stop taking writes and drain), then releases the lease and says so
+4. hands off each partition it holds but should not: ``on_lose(p,
+   planned=True)`` (the owner's part: snapshot while still serving, then
+   stop taking writes and drain), then releases the lease and says so
    (``on_released(p)``: the replica tells the others), so that the new owner
-   takes it up at once, not after the TTL or at its next round.  The other
-   partitions are served, and their leases renewed, all along;
+   takes it up at once, not after the TTL or at its next round;
 5. acquires the partitions it should own and nobody holds, and hands each
    to ``on_gain(p, lease)`` (the owner's part: load the snapshots, replay
    the logs; the replica does it in a task of its own, so that the rounds
@@ -28,10 +25,9 @@ Every round (:meth:`PartitionKeeper.step`, each ``ttl / 4`` seconds by
    error raised: a partition is never held by a replica that does not serve
    it.
 
-Acquisitions go on while the round's interval lasts; the rest wait for the
-next round, which renews first, so that loading many partitions never lets
-the leases already held lapse.  A renewal and a release of the same lease
-never overlap (``_writes``): a release names the lease's latest revision.
+Hand-offs and acquisitions go on while the round's interval lasts; the rest
+wait for the next round, which renews first, so that snapshotting or loading
+many partitions never lets the leases already held lapse.
 
 A partition whose lease another replica holds is acquired once that replica
 releases it (a planned hand-off: at once, told by ``on_released``) or stops renewing it (a
@@ -79,8 +75,6 @@ class PartitionKeeper:
         self.wanted: set[int] = set()  # the partitions placement gave this replica among them
         self.rounds = 0  # rounds finished: 0 while the replica is still joining
         self._wake = asyncio.Event()
-        self._handing: asyncio.Task | None = None  # the hand-offs under way, one partition at a time
-        self._writes = asyncio.Lock()  # a lease renewed or released, one at a time
 
     def lease(self, partition: int) -> Lease | None:
         """This replica's lease of ``partition`` if it may serve it now."""
@@ -110,34 +104,12 @@ class PartitionKeeper:
         if lease is not None and lease.held():
             await self.leases.release(lease)
 
-    async def _hand_off(self, partition: int) -> None:
-        """A planned hand-off: ``on_lose(p, planned=True)``, the lease (as last renewed) released, and
-        ``on_released(p)``, so that the next owner takes it up at once instead of at its next round."""
-        try:
-            await self.on_lose(partition, True)
-        finally:
-            async with self._writes:
-                lease = self.held.pop(partition, None)
-                if lease is not None and lease.held():
-                    await self.leases.release(lease)
+    async def _hand_off(self, partition: int, lease: Lease) -> None:
+        """A planned hand-off: ``on_lose(p, planned=True)``, the lease released, and ``on_released(p)``, so that
+        the next owner takes it up at once instead of at its next round."""
+        await self.lose(partition, True)
+        await self.leases.release(lease)
         await self.on_released(partition)
-
-    def leaving(self) -> list[int]:
-        """The partitions held that placement gives another member."""
-        return sorted(p for p in self.held if p not in self.wanted)
-
-    async def _hand_offs(self) -> None:
-        """Hand off, one at a time, every partition held that placement gives another member (looked at
-        again after each: placement may change meanwhile)."""
-        while True:
-            leaving = [p for p in self.leaving() if self.held[p].held()]
-            if not leaving:
-                return
-            try:
-                await self._hand_off(leaving[0])
-            except Exception as exc:  # the partition is given up all the same; the next round goes on
-                log.warning("replica %s: hand-off of partition %d failed: %s: %s", self.member, leaving[0],
-                            type(exc).__name__, exc)
 
     async def step(self) -> None:
         """One round: heartbeat, hand-offs, renewals, acquisitions (as many as a round's interval allows)."""
@@ -163,8 +135,11 @@ class PartitionKeeper:
         def time_left() -> bool:
             return time.monotonic() - started <= self.interval
 
-        if self.leaving() and (self._handing is None or self._handing.done()):
-            self._handing = asyncio.create_task(self._hand_offs())
+        for p in sorted(set(self.held) - wanted):
+            if not time_left():
+                break
+            if self.held[p].held():
+                await self._hand_off(p, self.held[p])
         for p in sorted(wanted - set(self.held)):
             if not time_left() or set(self.held) - wanted:
                 break  # (a partition still to hand off goes first)
@@ -189,14 +164,9 @@ class PartitionKeeper:
     async def _renew(self, partition: int) -> None:
         """Renew one lease; lost if another replica holds it or it lapsed.  One that could not be renewed
         (a timeout, the engine failing over) stays held until its deadline: the next round tries again."""
+        lease = self.held[partition]
         try:
-            async with self._writes:
-                lease = self.held.get(partition)
-                if lease is None:  # handed off meanwhile
-                    return
-                renewed = await self._within(self.leases.renew(lease))
-                if partition in self.held:
-                    self.held[partition] = renewed
+            self.held[partition] = await self._within(self.leases.renew(lease))
             self.renewals += 1
         except LeaseLost:
             await self.lose(partition, False)
@@ -236,20 +206,7 @@ class PartitionKeeper:
 
     async def leave(self) -> None:
         """The planned departure: the member's key removed first, so that the others' placement leaves this
-        replica out and each takes its partitions as they come free; then every partition handed off, one at a
-        time, the leases not yet handed off renewed meanwhile."""
+        replica out and each takes its partitions as they come free; then every partition handed off."""
         await self.members.leave(self.member)
-        self.wanted = set()
-        renewing = asyncio.create_task(self._renewing())
-        try:
-            if self._handing is not None:
-                await asyncio.gather(self._handing, return_exceptions=True)
-            await self._hand_offs()
-        finally:
-            renewing.cancel()
-
-    async def _renewing(self) -> None:
-        """Every lease held renewed each round's interval (while :meth:`leave` hands them off)."""
-        while True:
-            await asyncio.sleep(self.interval)
-            await self._renew_all()
+        for p in sorted(self.held):
+            await self._hand_off(p, self.held[p])

@@ -1,10 +1,11 @@
 """Loading a replica's streams (``replica.py``): from a snapshot and the log records after it, each checked by
-the chain and queued to be learned as the first owner learned it (the same bits); a stream whose snapshot
-covers its whole log taken up asleep (``residency.py``), its snapshot read back only when it wakes."""
+the chain and learned as the first owner learned it (the same bits); a stream whose snapshot covers its whole
+log taken up asleep (``residency.py``), its snapshot read back only when it wakes."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from concurrent.futures import Executor
 
 from ...core.learners import learner_for, model_of
@@ -13,11 +14,15 @@ from ..learner_store import RECENT, learner_bound
 from .engine import LOG_STREAM
 from .log import StreamLog, StreamWriter, Tail
 from .ownership import Lease
-from .records import BATCH, CREATE, DROP, Chain, digest
+from ..views import recent_after
+from .records import BATCH, CREATE, DROP, Chain, RecordError, digest
 from .snapshots import Pointer, Snapshots
 from .stream import ClusterStream, symbols_of
 
 
+log = logging.getLogger("seqd")
+
+LOAD_ATTEMPTS = 3  # reads of a stream whose snapshot pointer moves meanwhile (a late snapshot of its last owner)
 WARM_TEXT = b"GET /index.html 200 0.012 user=alice\nPOST /api/items 201 0.034 user=bob\n" * 8
 
 
@@ -37,18 +42,33 @@ def warm_kernels(presets) -> None:
 class Loader:
     """Streams read from the engine: their snapshots and logs, learned on ``pool``."""
 
-    def __init__(self, log: StreamLog, snapshots: Snapshots, pool: Executor, max_state_bytes: int):
+    def __init__(self, log: StreamLog, snapshots: Snapshots, pool: Executor, max_state_bytes: int,
+                 learning: Executor | None = None):
         self.log, self.snapshots, self.pool, self.max_state_bytes = log, snapshots, pool, max_state_bytes
-        self.records_read = 0  # log records read after a snapshot (or from a log's start), in all
+        self.learning = learning or pool  # where the records after a snapshot are learned
+        self.replayed = 0  # log records replayed, in all
 
     async def load(self, name: str, subject: str, lease: Lease) -> ClusterStream | None:
         """A stream from its snapshot and log, or None if it was dropped (its remains are removed).
 
-        The records after the snapshot are read and checked by the chain here, but not learned: they are the
-        stream's queue (``ClusterStream.queue_batch``), learned in order by the replica once it serves the
-        stream, the same bits as its last owner's.  So a stream is served, its publishes appended and
-        acknowledged, as soon as its log is read, however much of it is left to learn."""
-        pointer = await self.snapshots.latest(name)
+        The records after the snapshot are read, each checked by the chain, and learned as the first owner
+        learned them (the same bits).
+
+        A snapshot the last owner finished late (after its hand-off's deadline, or after a pause) may move the
+        pointer and compact the log below it while this load reads the records: the chain then breaks where
+        records went missing, and the load starts again from the newer snapshot (:data:`LOAD_ATTEMPTS`)."""
+        for attempt in range(LOAD_ATTEMPTS):
+            pointer = await self.snapshots.latest(name)
+            try:
+                return await self._load(name, subject, lease, pointer)
+            except RecordError:
+                newer = await self.snapshots.latest(name)
+                if attempt + 1 == LOAD_ATTEMPTS or newer is None or (pointer is not None and newer.seq <= pointer.seq):
+                    raise  # not the pointer moving: a log that is broken
+                log.info("stream %s: its snapshot moved while its log was read (to record %d): read again from it",
+                         name, newer.seq)
+
+    async def _load(self, name: str, subject: str, lease: Lease, pointer: Pointer | None) -> ClusterStream | None:
         learner, created, config, position, code_bits, recent, batches = None, 0.0, None, 0, 0.0, None, []
         if pointer is not None:
             _, created, config = stream_meta.parse(pointer.meta, f"the snapshot pointer of {name}", name,
@@ -62,33 +82,30 @@ class Loader:
             chain, after = Chain(start=pointer.chain_start), pointer.seq
         else:
             chain, after, tail = Chain(), 0, None
-        learned, pending = tail, []  # where the learner stands; the batches after it, with the tail after each
+        loop = asyncio.get_running_loop()
         batch_ids = list(batches)
         async for seq, record in self.log.records(subject, after, chain):
             if record.kind == CREATE:
                 _, created, config = stream_meta.parse(record.body, f"the log of {name}", name,
                                                        self.max_state_bytes)
                 learner = learner_for(config)
+            elif record.kind == BATCH:
+                symbols = symbols_of(record.body, record.itemsize)
+                bits = await loop.run_in_executor(self.learning, learner.learn, symbols)
+                code_bits += float(bits.sum())
+                recent = recent_after(recent, bits)
+                if record.batch_id:
+                    batch_ids.append((record.batch_id, record.position, record.end))
             elif record.kind == DROP:
                 await self.remove(name, subject)
                 return None
             tail = Tail(seq, digest(record.encode()), record.end)
-            if record.kind == BATCH:
-                pending.append((symbols_of(record.body, record.itemsize), tail))
-                if record.batch_id:
-                    batch_ids.append((record.batch_id, record.position, record.end))
-            elif not pending:  # (the creation: the learner stands after it)
-                learned = tail
-            self.records_read += 1
+            self.replayed += 1
         if learner is None:
             return None
         writer = StreamWriter(self.log, name, subject, tail, lease.token)
-        stream = ClusterStream(name, created, config, writer, learner, position, code_bits, recent, batch_ids,
-                               snapshot_seq=pointer.seq if pointer is not None else 0)
-        stream.learned_tail = learned
-        for symbols, after_it in pending:
-            stream.queue_batch(symbols, after_it)
-        return stream
+        return ClusterStream(name, created, config, writer, learner, learner.stats["symbols"], code_bits, recent,
+                             batch_ids, snapshot_seq=pointer.seq if pointer is not None else 0)
 
     async def read_snapshot(self, name: str, pointer: Pointer, config):
         """(position, code_bits, recent, learner, batches) of the snapshot ``pointer`` names."""

@@ -19,7 +19,8 @@ For each partition p its keeper (:mod:`.keeper`) gives it, the replica
    is in the log).
 
 A gained partition's streams load :data:`LOADS_AT_ONCE` at a time (their
-reads of the engine overlap; their replays take turns on the workers).
+reads of the engine overlap; their snapshots are decoded on a thread of
+their own, their replays take turns on the workers).
 
 A request for a partition this replica does not hold, or no longer holds
 by its lease's deadline, is not answered: the owner answers, or nobody does
@@ -87,6 +88,9 @@ class Replica:
         self.member = member or f"{socket.gethostname().split('.')[0]}-{os.getpid()}"
         self.limits = P.Limits(max_message_bytes=config.max_message_bytes, max_batch_symbols=config.max_batch_symbols)
         self.pool = WatchedPool(max_workers=config.worker_count, thread_name_prefix="seqd-worker")
+        # snapshots read back (a load, a wake) on a thread of their own: a partition taken up waits for its
+        # streams' snapshots, never behind the batches other streams have queued for the workers
+        self.reading = WatchedPool(max_workers=1, thread_name_prefix="seqd-read")
         self.held: dict[int, Held] = {}
         self.left: dict[int, float] = {}  # when each partition given up last left (monotonic)
         self.loading: dict[int, asyncio.Task] = {}  # partitions gained whose streams are loading
@@ -112,7 +116,7 @@ class Replica:
                      time.monotonic() - t0)
         self.engine = await connect(self.settings, name=f"seqd-{self.member}")
         self.log, self.snapshots = StreamLog(self.engine), Snapshots(self.engine)
-        self.loader = Loader(self.log, self.snapshots, self.pool, self.config.max_state_bytes)
+        self.loader = Loader(self.log, self.snapshots, self.reading, self.config.max_state_bytes, self.pool)
         nc = self.engine.nc
         self.keeper = PartitionKeeper(self.engine, self.member, {"version": __version__},
                                       on_gain=self.gain, on_lose=self.lose, on_released=self._released)
@@ -137,6 +141,7 @@ class Replica:
         await self.engine.close()
         beating.cancel()
         self.pool.shutdown()
+        self.reading.shutdown()
         log.info("replica %s left the cluster", self.member)
 
     async def _beat(self) -> None:
@@ -193,12 +198,14 @@ class Replica:
 
     async def _load_partition(self, partition: int, lease: Lease) -> None:
         t0 = time.monotonic()
-        held = Held(lease)
+        held, replayed = Held(lease), [0]  # (records replayed for this partition's streams)
         loading = asyncio.Semaphore(LOADS_AT_ONCE)
 
         async def load(subject: str) -> None:
             async with loading:
+                before = self.loader.replayed
                 stream = await self.loader.load(name_of(subject), subject, lease)
+                replayed[0] += self.loader.replayed - before
             if stream is not None:
                 held.streams[stream.name] = stream
 
@@ -211,14 +218,10 @@ class Replica:
             asyncio.create_task(self._on_request(partition, msg))
 
         held.subscription = await self.engine.nc.subscribe(C.request_subject(partition), cb=on_message)
-        for stream in held.streams.values():  # served from here on; what the log holds past a snapshot, learned
-            self._start_learning(stream)
         seconds = time.monotonic() - t0
         self.telemetry.stall.observe(seconds)
-        behind = [s for s in held.streams.values() if s.queued]
-        log.info("replica %s serves partition %d: %d stream(s) loaded in %.2f s (%d of them with %d log records "
-                 "to learn)", self.member, partition, len(held.streams), seconds, len(behind),
-                 sum(len(s.queue) for s in behind))
+        log.info("replica %s serves partition %d: %d stream(s) loaded in %.2f s (%d log records replayed)",
+                 self.member, partition, len(held.streams), seconds, replayed[0])
 
     async def lose(self, partition: int, planned: bool) -> None:
         loading = self.loading.pop(partition, None)
