@@ -11,10 +11,12 @@ For each partition p its keeper (:mod:`.keeper`) gives it, the replica
    batch id the stream has seen, here or from the log, is acknowledged
    again and not appended;
 3. on a planned hand-off (``on_lose(p, planned=True)``), still serving,
-   snapshots each stream whose log moved since its last snapshot (and
-   compacts the log below it); then stops answering and lets the requests
-   in flight finish, and the keeper releases the lease and tells the others.
-   The next owner replays the few records that came after the snapshot.  On
+   snapshots each stream's learner as it stands, if it learned anything
+   since its last snapshot (and compacts the log below it), within
+   :data:`HAND_OFF_SNAPSHOTS` seconds in all; then stops answering and lets
+   the requests in flight finish, and the keeper releases the lease and
+   tells the others.  The next owner replays the records after the
+   snapshots.  On
    a lost lease it forgets p's streams at once (what it had not snapshotted
    is in the log).
 
@@ -43,7 +45,7 @@ from ... import __version__
 from ...clients import cluster as C
 from ...clients import protocol as P
 from ...clients.protocol import Reply, Request
-from ...core.learners import learner_for, model_of
+from ...core.learners import learner_for
 from .. import stream_meta, wal
 from ..config import ServeConfig
 from ..health import WatchedPool
@@ -59,7 +61,7 @@ from .placement import name_of, partition_of, subject_of
 from .residency import Residency
 from .snapshots import Pointer, Snapshots
 from .stream import ClusterStream, symbols_of
-from .telemetry import ReplicaTelemetry
+from .telemetry import ReplicaTelemetry, server_stats, stream_stats
 
 log = logging.getLogger("seqd")
 
@@ -88,8 +90,7 @@ class Replica:
         self.member = member or f"{socket.gethostname().split('.')[0]}-{os.getpid()}"
         self.limits = P.Limits(max_message_bytes=config.max_message_bytes, max_batch_symbols=config.max_batch_symbols)
         self.pool = WatchedPool(max_workers=config.worker_count, thread_name_prefix="seqd-worker")
-        # snapshots read back (a load, a wake) on a thread of their own: a partition taken up waits for its
-        # streams' snapshots, never behind the batches other streams have queued for the workers
+        # snapshots read back (a load, a wake) on a thread of their own, not behind other streams' batches
         self.reading = WatchedPool(max_workers=1, thread_name_prefix="seqd-read")
         self.held: dict[int, Held] = {}
         self.left: dict[int, float] = {}  # when each partition given up last left (monotonic)
@@ -145,8 +146,7 @@ class Replica:
         log.info("replica %s left the cluster", self.member)
 
     async def _beat(self) -> None:
-        """The event loop's turn, for ``/healthz`` and systemd's watchdog, four times a second: nothing else
-        runs in this task, so only a loop that does not turn (or a worker stuck, ``Workers``) looks stuck."""
+        """The loop's turn for ``/healthz`` and the watchdog, four times a second, in a task that waits on nothing."""
         while True:
             self.telemetry.health.turned()
             await asyncio.sleep(0.25)
@@ -288,17 +288,6 @@ class Replica:
             stream.snapshot_time = time.monotonic()
             return tail.position
 
-    async def _learned_to(self, stream: ClusterStream, position: int, seconds: float) -> bool:
-        """Wait up to ``seconds`` for the stream to have learned ``position`` symbols; whether it has."""
-        if stream.position >= position:
-            return True
-        try:
-            async with stream.learned:
-                await asyncio.wait_for(stream.learned.wait_for(lambda: stream.position >= position), seconds)
-        except asyncio.TimeoutError:
-            return False
-        return True
-
     # -- requests ----------------------------------------------------------------------------------
     async def _on_request(self, partition: int, msg) -> None:
         held = self.held.get(partition)
@@ -348,14 +337,14 @@ class Replica:
         if req.op == "predict" and stream.view is None:
             await self.residency.wake(stream)  # taken up asleep: its snapshot read on its first prediction
         if req.op == "predict":
-            if not await self._learned_to(stream, req.min_position, req.wait_ms / 1000):
+            if not await stream.learned_to(req.min_position, req.wait_ms / 1000):
                 return Reply.failure(req.id, P.TIMEOUT, f"stream {stream.name!r} has learned "
                                      f"{stream.view.position} symbols, fewer than {req.min_position}")
             return prediction(req, stream)
         if req.op == "stats":
-            return Reply.success(req.id, **self._stream_stats(stream, partition))
+            return Reply.success(req.id, **stream_stats(self, stream, partition))
         if req.op == "snapshot":  # of everything accepted before it: its learner catches up first
-            if not await self._learned_to(stream, stream.accepted, self.settings.request_timeout):
+            if not await stream.learned_to(stream.accepted, self.settings.request_timeout):
                 return Reply.failure(req.id, P.BUSY, f"stream {stream.name!r} has {stream.queued} symbols still "
                                      "to learn; retry later", retry_after_ms=1000)
             return Reply.success(req.id, stream=stream.name, position=await self._snapshot(stream))
@@ -439,14 +428,13 @@ class Replica:
         """Learn the stream's queue in order, a batch at a time on the workers, for as long as this replica
         serves it.  A learner that cannot be read back from its snapshot is tried again, after
         :data:`LEARN_RETRY` seconds, doubling to a minute: a queue is never left behind with nobody at it."""
-        loop = asyncio.get_running_loop()
-        retry = LEARN_RETRY
+        loop, retry = asyncio.get_running_loop(), LEARN_RETRY
         while stream.queue and stream in self.residency.streams:
             try:
                 await self.residency.wake(stream)
             except Exception as exc:  # the batches stay queued (and in the log)
-                log.error("stream %s: its learner could not be read back from its snapshot (tried again in %g s): "
-                          "%s: %s", stream.name, retry, type(exc).__name__, exc)
+                log.error("stream %s: its learner could not be read back (tried again in %g s): %s: %s", stream.name,
+                          retry, type(exc).__name__, exc)
                 await asyncio.sleep(retry)
                 retry = min(2 * retry, 60.0)
                 continue
@@ -486,34 +474,13 @@ class Replica:
                 reply = Reply.success(req.id, server="seqd", version=__version__, protocol=P.PROTOCOL_VERSION,
                                       member=self.member, partitions=self.settings.partitions)
             elif req.op == "stats" and req.stream is None:
-                reply = Reply.success(req.id, **self.server_stats())
+                reply = Reply.success(req.id, **server_stats(self))
             else:
                 return
         except P.ProtocolError as exc:
             reply = Reply.failure(P.request_id(msg.data), exc.code, exc.message)
         if msg.reply:
             await msg.respond(P.encode_reply(reply))
-
-    def _stream_stats(self, stream: ClusterStream, partition: int) -> dict:
-        known = (stream.view.stats if stream.view is not None  # (taken up asleep: what the pointer says)
-                 else dict(position=stream.position, alphabet_cap=stream.config.alphabet_cap,
-                           model=model_of(stream.config).name))
-        return dict(known, stream=stream.name, accepted=stream.accepted, queued=stream.queued,
-                    config=config_dict(stream.config), created=stream.created, resident=not stream.asleep,
-                    state_bytes=stream.counted or None,
-                    state="hibernated" if stream.asleep else "live", broken=None, partition=partition,
-                    member=self.member, uptime_seconds=time.time() - self.started)
-
-    def server_stats(self) -> dict:
-        streams = [s for h in self.held.values() for s in h.streams.values()]
-        return dict(server="seqd", version=__version__, uptime_seconds=time.time() - self.started,
-                    streams=sorted(s.name for s in streams), queued=sum(s.queued for s in streams),
-                    symbols_learned=sum(s.position for s in streams), unavailable={},
-                    resident=sum(1 for s in streams if not s.asleep), memory_bytes=self.residency.budget.held,
-                    memory_peak_bytes=self.residency.peak,
-                    memory_limit_bytes=self.config.max_state_bytes, member=self.member,
-                    partitions=sorted(self.held), members=len(self.keeper.live) if self.keeper is not None else 0,
-                    moves=self.keeper.moves if self.keeper is not None else 0)
 
 
 def serve(config: ServeConfig, settings: ClusterSettings, member: str | None = None) -> None:

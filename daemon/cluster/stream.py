@@ -92,6 +92,17 @@ class ClusterStream:
         """Quiet, and nothing being appended: it may hibernate."""
         return self.quiet and not self.lock.locked()
 
+    async def learned_to(self, position: int, seconds: float) -> bool:
+        """Wait up to ``seconds`` for the learner to have learned ``position`` symbols; whether it has."""
+        if self.position >= position:
+            return True
+        try:
+            async with self.learned:
+                await asyncio.wait_for(self.learned.wait_for(lambda: self.position >= position), seconds)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
     def count(self) -> None:
         self.counted = 0 if self.learner is None else self.learner.resident_bytes + RECENT_BYTES
 

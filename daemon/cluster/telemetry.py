@@ -27,10 +27,15 @@ loop, the stop.
 
 from __future__ import annotations
 
+import time
+
 from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from ... import __version__
+from ...core.learners import model_of
 from ..health import Health
+from ..models import config_dict
 
 
 class ReplicaTelemetry:
@@ -87,3 +92,28 @@ class ReplicaTelemetry:
         if missing:
             return False, f"not serving partition(s) {', '.join(map(str, missing))} placement gives it\n"
         return True, "ok\n"
+
+
+# what a replica says of a stream and of itself (``stats`` requests)
+def stream_stats(replica, stream, partition: int) -> dict:
+    known = (stream.view.stats if stream.view is not None  # (taken up asleep: what the pointer says)
+             else dict(position=stream.position, alphabet_cap=stream.config.alphabet_cap,
+                       model=model_of(stream.config).name))
+    return dict(known, stream=stream.name, accepted=stream.accepted, queued=stream.queued,
+                config=config_dict(stream.config), created=stream.created, resident=not stream.asleep,
+                state_bytes=stream.counted or None,
+                state="hibernated" if stream.asleep else "live", broken=None, partition=partition,
+                member=replica.member, uptime_seconds=time.time() - replica.started)
+
+
+def server_stats(replica) -> dict:
+    r, keeper = replica, replica.keeper
+    streams = [s for h in r.held.values() for s in h.streams.values()]
+    return dict(server="seqd", version=__version__, uptime_seconds=time.time() - r.started,
+                streams=sorted(s.name for s in streams), queued=sum(s.queued for s in streams),
+                symbols_learned=sum(s.position for s in streams), unavailable={},
+                resident=sum(1 for s in streams if not s.asleep), memory_bytes=r.residency.budget.held,
+                memory_peak_bytes=r.residency.peak,
+                memory_limit_bytes=r.config.max_state_bytes, member=r.member,
+                partitions=sorted(r.held), members=len(keeper.live) if keeper is not None else 0,
+                moves=keeper.moves if keeper is not None else 0)
