@@ -51,6 +51,7 @@ class Health:
                  workers: "WatchedPool | None" = None):
         self._clock = clock
         self._workers = workers
+        self.longest_gap = 0.0  # the longest time between two turns of the loop since it began serving
         self._turn: float | None = None
         self._state = "starting"
         self._notify = Notifier(os.environ if environ is None else environ)
@@ -76,6 +77,8 @@ class Health:
     def turned(self) -> None:
         """One turn of the loop."""
         now = self._clock()
+        if self._turn is not None:
+            self.longest_gap = max(self.longest_gap, now - self._turn)
         self._turn = now
         interval = self._notify.watchdog_seconds
         if interval and now - self._watchdog_ping >= interval / 2:  # sd_watchdog_enabled(3): half the period

@@ -281,6 +281,15 @@ def test_every_acknowledged_batch_survives_kills_a_pause_and_the_logs_leader_bit
                                      for f in feeders for name, when, seconds in f.slow))
             sys.stderr.write(f"{len(waits)} batches acknowledged over {len(everything)} streams; /healthz asked "
                              f"{prober.asked} times, 503 {len(prober.stuck)} times\n")
+            # the probes' measured margins: each running replica's longest loop gap and longest worker job
+            for member, port in ports.items():
+                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+                seen = {line.split()[0]: float(line.split()[1]) for line in text.splitlines()
+                        if line.startswith(("seqd_cluster_loop_longest_gap_seconds", "seqd_cluster_worker_job_seconds",
+                                            "seqd_cluster_append_blocked_seconds"))}
+                sys.stderr.write(f"{member} (since its last start): {seen}\n")
+                if member != "r1":  # (r1's longest gap is its SIGSTOP)
+                    assert seen["seqd_cluster_loop_longest_gap_seconds"] < 10.0, (member, seen)
             assert not over, "\n".join(over)
             assert not prober.stuck, f"/healthz called a running replica stuck: {prober.stuck[:5]}"
 

@@ -103,3 +103,38 @@ def test_json_log_lines_parse_and_carry_the_exception():
     parsed = json.loads(line)
     assert parsed["level"] == "error" and parsed["logger"] == "seqd" and parsed["message"] == "stream s: log full"
     assert parsed["time"].endswith("+00:00") and "No space left on device" in parsed["exception"]
+
+
+def test_a_worker_on_one_job_past_the_bound_is_stuck_and_the_loops_longest_gap_is_kept():
+    import threading
+
+    from seqd.daemon.health import WORKER_STALL_SECONDS, WatchedPool
+
+    clock = Clock()
+    release = threading.Event()
+    started = threading.Event()
+
+    class Job:
+        name = "app.log"
+
+        def learn(self):
+            started.set()
+            release.wait(10)
+
+    with WatchedPool(max_workers=1, clock=clock) as pool:
+        health = Health(clock=clock, workers=pool)
+        health.serving()
+        assert pool.longest() == (0.0, "")
+        future = pool.submit(Job().learn)
+        assert started.wait(10)
+        clock.now += WORKER_STALL_SECONDS - 1
+        health.turned()  # the loop turns: only the worker could make it stuck
+        assert health.live() == (True, "ok\n")
+        clock.now += 2
+        health.turned()
+        alive, why = health.live()
+        assert not alive and "Job.learn of stream app.log" in why and f"{WORKER_STALL_SECONDS + 1:.1f} s" in why
+        release.set()
+        future.result(10)
+        assert pool.longest() == (0.0, "") and health.live() == (True, "ok\n")
+    assert health.longest_gap == WORKER_STALL_SECONDS - 1  # the longest time between two turns

@@ -293,8 +293,7 @@ class Replica:
         held = self.held.get(partition)
         if held is None or self.keeper.lease(partition) is None:
             # not ours (any more): the owner answers, or the client sends it again.  One that came just as the
-            # partition left is answered "busy", so that the client sends it again at once rather than after
-            # its attempt's time: nobody else has it
+            # partition left is answered "busy": the client sends it again at once, not after its attempt's time
             if msg.reply and time.monotonic() - self.left.get(partition, -LEFT_SECONDS) < LEFT_SECONDS:
                 await msg.respond(P.encode_reply(Reply.failure(
                     P.request_id(msg.data), P.BUSY, f"partition {partition} is moving to another replica",
@@ -398,8 +397,7 @@ class Replica:
         if stream.queued + len(symbols) > self.config.max_queue_symbols:
             return Reply.failure(req.id, P.BUSY, f"stream {stream.name!r} has {stream.queued} symbols waiting to "
                                  "be learned; retry later", retry_after_ms=100)
-        async with stream.lock:
-            stream.last_active = time.monotonic()
+        async with stream.appending():
             if stream.view is None:  # taken up asleep: the batch ids it has seen are in its snapshot
                 await self.residency.wake(stream)
             if req.batch is not None and (seen := stream.batch_ids.get(req.batch)) is not None:

@@ -12,6 +12,7 @@ appends back until the queue is learned."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 import numpy as np
@@ -46,6 +47,7 @@ class ClusterStream:
         self.learned = asyncio.Condition()
         self.learning: asyncio.Task | None = None
         self.last_active = time.monotonic()
+        self.append_began: float | None = None  # when the append in progress took the lock (None: none)
         self.counted = 0  # the learner's bytes as the replica's budget counts them (0 while asleep)
         self._position = position
         self.view: View | None = None
@@ -91,6 +93,20 @@ class ClusterStream:
     def idle(self) -> bool:
         """Quiet, and nothing being appended: it may hibernate."""
         return self.quiet and not self.lock.locked()
+
+    @contextlib.asynccontextmanager
+    async def appending(self):
+        """The stream's append lock, held for one append (:meth:`appending_for` tells for how long)."""
+        async with self.lock:
+            self.last_active = self.append_began = time.monotonic()
+            try:
+                yield
+            finally:
+                self.append_began = None
+
+    def appending_for(self) -> float:
+        """Seconds the append in progress has held the stream's other appends back (0: none in progress)."""
+        return time.monotonic() - self.append_began if self.append_began is not None else 0.0
 
     async def learned_to(self, position: int, seconds: float) -> bool:
         """Wait up to ``seconds`` for the learner to have learned ``position`` symbols; whether it has."""

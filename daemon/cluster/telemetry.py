@@ -13,6 +13,9 @@
 | ``seqd_cluster_lease_renewals_total`` | leases renewed |
 | ``seqd_cluster_move_stall_seconds`` | each gained partition's load (snapshots read, logs replayed) |
 | ``seqd_cluster_log_append_seconds`` | each publish's append to the JetStream log, acknowledgement included |
+| ``seqd_cluster_loop_longest_gap_seconds`` | the longest time between two turns of the event loop (``/healthz``) |
+| ``seqd_cluster_worker_job_seconds`` | how long the longest-running worker job (a batch, a snapshot) has run |
+| ``seqd_cluster_append_blocked_seconds`` | how long the longest append in progress has held its stream back |
 
 ``/readyz`` is true once the replica serves every partition it should
 (``wanted`` ⊆ ``owned``), and false while it holds no lease it needs, or
@@ -76,6 +79,15 @@ class ReplicaTelemetry:
                                   value=keeper.moves if keeper else 0)
         yield CounterMetricFamily("seqd_cluster_lease_renewals", "Leases renewed",
                                   value=keeper.renewals if keeper else 0)
+        yield GaugeMetricFamily("seqd_cluster_loop_longest_gap_seconds",
+                                "The longest time between two turns of the event loop (/healthz: stuck past 10 s)",
+                                value=self.health.longest_gap)
+        yield GaugeMetricFamily("seqd_cluster_worker_job_seconds", "How long the longest-running worker job has run",
+                                value=r.pool.longest()[0] if hasattr(r.pool, "longest") else 0.0)
+        yield GaugeMetricFamily("seqd_cluster_append_blocked_seconds",
+                                "How long the longest append in progress has held its stream's appends back",
+                                value=max((s.appending_for() for h in list(r.held.values())
+                                           for s in h.streams.values()), default=0.0))
 
     # the probes (daemon/metrics.py's start_metrics_server asks these two)
     def live(self) -> tuple[bool, str]:
@@ -103,6 +115,7 @@ def stream_stats(replica, stream, partition: int) -> dict:
                 config=config_dict(stream.config), created=stream.created, resident=not stream.asleep,
                 state_bytes=stream.counted or None,
                 state="hibernated" if stream.asleep else "live", broken=None, partition=partition,
+                appending_seconds=round(stream.appending_for(), 3),
                 member=replica.member, uptime_seconds=time.time() - replica.started)
 
 
