@@ -68,6 +68,7 @@ log = logging.getLogger("seqd")
 LEFT_SECONDS = 2.0  # a request for a partition that left this long ago or less is answered "busy, send again"
 LOADS_AT_ONCE = 8  # a gained partition's streams loading at once: their requests to the engine overlap
 HAND_OFF_SNAPSHOTS = 5.0  # seconds a planned hand-off gives its streams' snapshots before it goes on without
+HAND_OFF_CATCH_UP = 3.0  # of which its learners may spend this long learning what was accepted before it
 LEARN_RETRY = 1.0  # seconds before a learner that could not be read back is tried again (doubling to a minute)
 
 
@@ -252,11 +253,13 @@ class Replica:
         log.info("replica %s %s partition %d", self.member, "handed off" if planned else "lost", partition)
 
     async def _snapshot_for_hand_off(self, partition: int, held: Held) -> None:
-        """Each stream of a partition about to be handed off snapshotted as its learner stands, appends going
-        on meanwhile, within :data:`HAND_OFF_SNAPSHOTS` seconds in all.  What is not snapshotted by then is in
-        the log: the next owner learns it (it serves the stream first), and the hand-off goes on."""
+        """A partition's streams snapshotted before its hand-off, appends going on, in :data:`HAND_OFF_SNAPSHOTS`
+        s: the learners first learn what was accepted (:data:`HAND_OFF_CATCH_UP` s at most), so that the next owner
+        has little to learn before it serves; what no snapshot holds by the deadline, it learns from the log."""
         async def every():
-            for stream in list(held.streams.values()):
+            streams = list(held.streams.values())
+            await asyncio.gather(*(s.learned_to(s.accepted, HAND_OFF_CATCH_UP) for s in streams if not s.asleep))
+            for stream in streams:
                 try:
                     await self._snapshot(stream)
                 except Exception as exc:  # the log holds it all: the next owner learns more of it
