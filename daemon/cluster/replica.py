@@ -32,6 +32,7 @@ for a moment and the client sends it again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -242,11 +243,9 @@ class Replica:
         self.left[partition] = time.monotonic()
         for stream in held.streams.values():
             self.residency.forget(stream)
-        if held.subscription is not None:
-            try:  # the requests already on their way here are handed to _on_request, which sends them on
+        if held.subscription is not None:  # (a request already on its way here goes to _on_request: "busy")
+            with contextlib.suppress(Exception):
                 await held.subscription.drain()
-            except Exception:
-                pass
         others = held.inflight - {asyncio.current_task()}  # (a request that found itself fenced is one)
         if others:
             await asyncio.wait(list(others), timeout=self.settings.request_timeout)
@@ -257,9 +256,9 @@ class Replica:
         s: the learners first learn what was accepted (:data:`HAND_OFF_CATCH_UP` s at most), so that the next owner
         has little to learn before it serves; what no snapshot holds by the deadline, it learns from the log."""
         async def every():
-            streams = list(held.streams.values())
-            await asyncio.gather(*(s.learned_to(s.accepted, HAND_OFF_CATCH_UP) for s in streams if not s.asleep))
-            for stream in streams:
+            await asyncio.gather(*(s.learned_to(s.accepted, HAND_OFF_CATCH_UP) for s in held.streams.values()
+                                   if not s.asleep))
+            for stream in list(held.streams.values()):
                 try:
                     await self._snapshot(stream)
                 except Exception as exc:  # the log holds it all: the next owner learns more of it
