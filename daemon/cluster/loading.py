@@ -11,10 +11,10 @@ from concurrent.futures import Executor
 from ...core.learners import learner_for, model_of
 from .. import snapshot_file, stream_meta
 from ..learner_store import RECENT, learner_bound
+from ..views import recent_after
 from .engine import LOG_STREAM
 from .log import StreamLog, StreamWriter, Tail
 from .ownership import Lease
-from ..views import recent_after
 from .records import BATCH, CREATE, DROP, Chain, RecordError, digest
 from .snapshots import Pointer, Snapshots
 from .stream import ClusterStream, symbols_of
@@ -40,13 +40,12 @@ def warm_kernels(presets) -> None:
 
 
 class Loader:
-    """Streams read from the engine: their snapshots and logs, learned on ``pool``."""
+    """Streams read from the engine: their snapshots (decoded on ``pool``) and logs (learned on ``learning``)."""
 
     def __init__(self, log: StreamLog, snapshots: Snapshots, pool: Executor, max_state_bytes: int,
                  learning: Executor | None = None):
         self.log, self.snapshots, self.pool, self.max_state_bytes = log, snapshots, pool, max_state_bytes
         self.learning = learning or pool  # where the records after a snapshot are learned
-        self.replayed = 0  # log records replayed, in all
 
     async def load(self, name: str, subject: str, lease: Lease) -> ClusterStream | None:
         """A stream from its snapshot and log, or None if it was dropped (its remains are removed).
@@ -82,7 +81,7 @@ class Loader:
             chain, after = Chain(start=pointer.chain_start), pointer.seq
         else:
             chain, after, tail = Chain(), 0, None
-        loop = asyncio.get_running_loop()
+        loop, replayed = asyncio.get_running_loop(), 0
         batch_ids = list(batches)
         async for seq, record in self.log.records(subject, after, chain):
             if record.kind == CREATE:
@@ -100,12 +99,12 @@ class Loader:
                 await self.remove(name, subject)
                 return None
             tail = Tail(seq, digest(record.encode()), record.end)
-            self.replayed += 1
+            replayed += 1
         if learner is None:
             return None
         writer = StreamWriter(self.log, name, subject, tail, lease.token)
         return ClusterStream(name, created, config, writer, learner, learner.stats["symbols"], code_bits, recent,
-                             batch_ids, snapshot_seq=pointer.seq if pointer is not None else 0)
+                             batch_ids, snapshot_seq=pointer.seq if pointer is not None else 0, replayed=replayed)
 
     async def read_snapshot(self, name: str, pointer: Pointer, config):
         """(position, code_bits, recent, learner, batches) of the snapshot ``pointer`` names."""

@@ -161,8 +161,7 @@ class Replica:
             now = time.monotonic()
             for held in list(self.held.values()):
                 for stream in list(held.streams.values()):
-                    tail = stream.learned_tail
-                    if stream.asleep or tail is None or tail.seq == stream.snapshot_seq:
+                    if not stream.learned_since_snapshot:
                         continue
                     if (stream.position - stream.snapshot_position >= self.config.snapshot_interval_symbols
                             or now - stream.snapshot_time >= self.config.snapshot_interval_seconds):
@@ -200,14 +199,12 @@ class Replica:
 
     async def _load_partition(self, partition: int, lease: Lease) -> None:
         t0 = time.monotonic()
-        held, replayed = Held(lease), [0]  # (records replayed for this partition's streams)
+        held = Held(lease)
         loading = asyncio.Semaphore(LOADS_AT_ONCE)
 
         async def load(subject: str) -> None:
             async with loading:
-                before = self.loader.replayed
                 stream = await self.loader.load(name_of(subject), subject, lease)
-                replayed[0] += self.loader.replayed - before
             if stream is not None:
                 held.streams[stream.name] = stream
 
@@ -223,7 +220,7 @@ class Replica:
         seconds = time.monotonic() - t0
         self.telemetry.stall.observe(seconds)
         log.info("replica %s serves partition %d: %d stream(s) loaded in %.2f s (%d log records replayed)",
-                 self.member, partition, len(held.streams), seconds, replayed[0])
+                 self.member, partition, len(held.streams), seconds, sum(s.replayed for s in held.streams.values()))
 
     async def lose(self, partition: int, planned: bool) -> None:
         loading = self.loading.pop(partition, None)
@@ -278,9 +275,9 @@ class Replica:
         stream: two at the same record would write one object twice."""
         async with stream.snapshotting:
             async with stream.stepping:
-                tail = stream.learned_tail
-                if stream.asleep or tail is None or tail.seq == stream.snapshot_seq:
+                if not stream.learned_since_snapshot:
                     return stream.position
+                tail = stream.learned_tail
                 data = await asyncio.get_running_loop().run_in_executor(self.pool, stream.snapshot_bytes)
             meta = stream_meta.encode(stream.name, stream.created, stream.config)
             pointer = Pointer(tail.seq, tail.digest, tail.position, meta, len(data))
@@ -416,13 +413,9 @@ class Replica:
             if req.batch is not None:
                 stream.batch_ids.add(req.batch, start, stream.accepted)
             stream.queue_batch(symbols_of(body, itemsize), tail)
-            self._start_learning(stream)
+            if stream.learning is None or stream.learning.done():
+                stream.learning = asyncio.create_task(self._learn(stream))
             return Reply.success(req.id, stream=stream.name, position=stream.accepted, queued=stream.queued)
-
-    def _start_learning(self, stream: ClusterStream) -> None:
-        """The stream's queue learned in a task of its own, unless one is at it."""
-        if stream.queue and (stream.learning is None or stream.learning.done()):
-            stream.learning = asyncio.create_task(self._learn(stream))
 
     async def _learn(self, stream: ClusterStream) -> None:
         """Learn the stream's queue in order, a batch at a time on the workers, for as long as this replica

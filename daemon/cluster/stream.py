@@ -29,7 +29,8 @@ class ClusterStream:
     stream taken up asleep (its snapshot not read yet: its code length and batch ids are unknown here)."""
 
     def __init__(self, name: str, created: float, config, writer: StreamWriter, learner, position: int,
-                 code_bits: float = 0.0, recent: np.ndarray | None = None, batches=(), snapshot_seq: int = 0):
+                 code_bits: float = 0.0, recent: np.ndarray | None = None, batches=(), snapshot_seq: int = 0,
+                 replayed: int = 0):
         self.name, self.created, self.config, self.writer, self.learner = name, created, config, writer, learner
         self.code_bits = code_bits
         self.recent = np.zeros(RECENT) if recent is None else recent
@@ -37,6 +38,7 @@ class ClusterStream:
         self.snapshot_seq = snapshot_seq  # the log record the latest snapshot stands on (0: none)
         self.snapshot_position = position if snapshot_seq else 0
         self.snapshot_time = time.monotonic()
+        self.replayed = replayed  # log records learned when it was loaded (after its snapshot)
         self.queue: list[tuple[np.ndarray, Tail]] = []  # accepted, not learned: each batch and the tail after it
         self.queued = 0
         self.learned_tail: Tail | None = writer.tail  # the log's record the learner has learned up to
@@ -77,6 +79,12 @@ class ClusterStream:
         """A batch accepted (the log's tail is ``tail`` after it), to be learned in turn."""
         self.queue.append((symbols, tail))
         self.queued += len(symbols)
+
+    @property
+    def learned_since_snapshot(self) -> bool:
+        """Whether its learner, awake, stands past its latest snapshot: a snapshot now would hold more."""
+        tail = self.learned_tail
+        return not self.asleep and tail is not None and tail.seq != self.snapshot_seq
 
     @property
     def snapshotted(self) -> bool:

@@ -52,7 +52,7 @@ class ReplicaTelemetry:
                                 buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5),
                                 registry=registry)
         registry.register(self)
-        self.health = Health(workers=getattr(replica, "pool", None))
+        self.health = Health(workers=replica.pool)
 
     def describe(self):
         return []
@@ -83,7 +83,7 @@ class ReplicaTelemetry:
                                 "The longest time between two turns of the event loop (/healthz: stuck past 10 s)",
                                 value=self.health.longest_gap)
         yield GaugeMetricFamily("seqd_cluster_worker_job_seconds", "How long the longest-running worker job has run",
-                                value=r.pool.longest()[0] if hasattr(r.pool, "longest") else 0.0)
+                                value=r.pool.longest()[0])
         yield GaugeMetricFamily("seqd_cluster_append_blocked_seconds",
                                 "How long the longest append in progress has held its stream's appends back",
                                 value=max((s.appending_for() for h in list(r.held.values())
